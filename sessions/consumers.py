@@ -1,0 +1,159 @@
+"""The session page's WebSocket: a thin router between the browser and the runtime.
+
+It forwards the job's events in order: each carries (generation, seq); an event
+that does not follow the last one forwarded triggers a resync (database state,
+then the job's snapshot), so a tab never shows a gap or a duplicate (SPEC B7).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from . import commands, partials, runtime, store
+from .forms import Frame, FrameError, parse_frame
+from .models import ChatSession
+
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_NOT_FOUND = 4404
+SNAPSHOT_PATIENCE = 2.0  # seconds to wait for a job's snapshot before resyncing again
+
+
+class SessionConsumer(AsyncWebsocketConsumer):
+    session: ChatSession
+
+    async def connect(self) -> None:
+        self.joined = False
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        session_id = int(self.scope["url_route"]["kwargs"]["session_id"])
+        session = await database_sync_to_async(store.owned_session)(user, session_id)
+        if session is None:
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        self.session = session
+        self.group = runtime.group_name(session.pk)
+        self.after = _query_int(self.scope, "after")
+        self.gen: str | None = None
+        self.seq = 0
+        self.awaiting_snapshot_since = 0.0
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        self.joined = True
+        await self.accept()
+        await self.resync()
+
+    async def disconnect(self, code: int) -> None:
+        if self.joined:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    # --- from the browser ------------------------------------------------------
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        try:
+            frame = parse_frame(text_data)
+        except FrameError as error:
+            await self.send(text_data=partials.notice(error.reason, "error") + _give_back(error.text))
+            return
+        if frame.action == "cancel":
+            if not await runtime.cancel(self.session.pk):
+                await self.send(text_data=partials.notice("Nothing is running.", "info"))
+        elif frame.action == "handoff_confirm":
+            await self.confirm_handoff(frame)
+        elif frame.action == "handoff_discard":
+            await self.send(text_data=partials.review_closed())
+        else:
+            await self.submit(frame.message)
+
+    async def submit(self, text: str) -> None:
+        names = await database_sync_to_async(store.template_names)(self.session.owner_id)
+        parsed = commands.parse(text, template_names=names)
+        if isinstance(parsed, commands.UnknownCommand):
+            await self.send(text_data=partials.notice(parsed.message, "error") + _give_back(text))
+        elif isinstance(parsed, commands.CommandCall) and parsed.name == "help":
+            await self.send(text_data=partials.notice(commands.help_text()))
+        elif isinstance(parsed, commands.CommandCall) and parsed.name == "handoff":
+            refusal = await runtime.start_handoff(self.session, parsed.args)
+            if refusal:
+                await self.send(text_data=partials.notice(refusal, "warning"))
+        elif not await runtime.submit_prompt(self.session, text):
+            notice = partials.notice("Queued: it will be sent when the current reply ends.")
+            html = await database_sync_to_async(runtime.status_html)(self.session.pk)
+            await self.send(text_data=notice)
+            await self.channel_layer.group_send(self.group, {"type": "session.update", "html": html})
+
+    async def confirm_handoff(self, frame: Frame) -> None:
+        result = await runtime.confirm_handoff(self.session, frame.entry or 0, frame.document)
+        if isinstance(result, str):
+            await self.send(text_data=partials.notice(result, "error"))
+            return
+        html = partials.redirect(result.get_absolute_url())
+        await self.channel_layer.group_send(self.group, {"type": "session.update", "html": html})
+
+    # --- from the job and other tabs -------------------------------------------
+    async def agent_event(self, event: dict[str, Any]) -> None:
+        if event["gen"] == self.gen and event["seq"] <= self.seq:
+            return  # already shown (a snapshot covered it)
+        follows = (event["gen"] == self.gen and event["seq"] == self.seq + 1) or (
+            event["seq"] == 1 and event["gen"] != self.gen
+        )
+        if not follows:
+            # Out of step: resync, unless a snapshot asked for a moment ago is on its way.
+            if time.monotonic() - self.awaiting_snapshot_since > SNAPSHOT_PATIENCE:
+                await self.resync()
+            return
+        self.gen, self.seq = event["gen"], event["seq"]
+        if event["entry"] and event["entry"] <= self.after:
+            return
+        self.after = max(self.after, event["entry"])
+        await self.send(text_data=event["html"])
+
+    async def generation_snapshot(self, event: dict[str, Any]) -> None:
+        if event["session"] != self.session.pk or (event["gen"] == self.gen and event["seq"] <= self.seq):
+            return
+        self.gen, self.seq = event["gen"], event["seq"]
+        self.awaiting_snapshot_since = 0.0
+        html = "".join(h for entry_id, h in event["entries"] if entry_id > self.after)
+        self.after = max([self.after, *(entry_id for entry_id, _ in event["entries"])])
+        await self.send(text_data=html + event["html"])
+
+    async def session_update(self, event: dict[str, Any]) -> None:
+        await self.send(text_data=event["html"])
+
+    async def resync(self) -> None:
+        """Bring the page up to date from the database, then from the running job if any."""
+        state = await database_sync_to_async(_catch_up)(self.session.pk, self.after)
+        self.after = state["after"]
+        await self.send(text_data=state["html"])
+        if state["channel"]:
+            self.awaiting_snapshot_since = time.monotonic()
+            await runtime.request_snapshot(state["channel"], self.channel_name)
+
+
+def _catch_up(session_id: int, after: int) -> dict[str, Any]:
+    session = ChatSession.objects.get(pk=session_id)
+    newer = [e for e in store.get_branch(session) if e.pk > after]
+    html = "".join(partials.entry(e) for e in newer)
+    html += partials.status(session, **runtime.status_state(session))
+    return {
+        "after": max([after, *(e.pk for e in newer)]),
+        "html": html,
+        "channel": session.generation_channel if session.is_generating else "",
+    }
+
+
+def _give_back(text: str) -> str:
+    """Put rejected text back into the message box: nothing typed is lost."""
+    return partials.composer_text(text) if text else ""
+
+
+def _query_int(scope: dict[str, Any], name: str) -> int:
+    values = parse_qs(scope.get("query_string", b"").decode()).get(name, ["0"])
+    try:
+        return max(0, int(values[0]))
+    except ValueError:
+        return 0

@@ -1,0 +1,95 @@
+"""Validation of everything a browser sends: WebSocket frames included."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django import forms
+from django.conf import settings
+
+from .models import Preferences
+
+
+class FrameForm(forms.Form):
+    """One WebSocket frame from the page (the htmx ws extension sends form fields as JSON)."""
+
+    action = forms.ChoiceField(
+        choices=[(a, a) for a in ("send", "cancel", "handoff_confirm", "handoff_discard")],
+        required=False,
+    )
+    message = forms.CharField(required=False, strip=False)
+    document = forms.CharField(required=False, strip=False)
+    entry = forms.IntegerField(required=False, min_value=1)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        limit = settings.AGENTWEB_MAX_MESSAGE_CHARS
+        for name in ("message", "document"):
+            self.fields[name].validators.append(_MaxLength(limit))
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        data["action"] = data.get("action") or "send"
+        if data["action"] == "send" and not (data.get("message") or "").strip() and not self.errors:
+            raise forms.ValidationError("Type a message first.")
+        return data
+
+
+class _MaxLength:
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+
+    def __call__(self, value: str) -> None:
+        if len(value) > self.limit:
+            raise forms.ValidationError(
+                f"Message too long: {len(value):,} characters (the limit is {self.limit:,})."
+            )
+
+
+@dataclass(frozen=True)
+class Frame:
+    action: str
+    message: str = ""
+    document: str = ""
+    entry: int | None = None
+
+
+class FrameError(ValueError):
+    def __init__(self, reason: str, text: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.text = text  # what the user typed, handed back so nothing is lost
+
+
+def parse_frame(text_data: str | None) -> Frame:
+    """Parse and validate one frame, or raise FrameError with a reason a person can read."""
+    limit = settings.AGENTWEB_MAX_MESSAGE_CHARS
+    if text_data is None:
+        raise FrameError("Malformed message: expected a JSON text frame.")
+    if len(text_data) > 4 * limit + 10_000:
+        raise FrameError(f"Message too long: the limit is {limit:,} characters.")
+    try:
+        payload = json.loads(text_data)
+    except ValueError:
+        raise FrameError("Malformed message: not valid JSON.") from None
+    if not isinstance(payload, dict):
+        raise FrameError("Malformed message: expected a JSON object.")
+    payload.pop("HEADERS", None)
+    if any(not isinstance(v, str | int | type(None)) for v in payload.values()):
+        raise FrameError("Malformed message: fields must be strings.")
+    form = FrameForm(payload)
+    if not form.is_valid():
+        typed = payload.get("message") if isinstance(payload.get("message"), str) else ""
+        reason = " ".join(e for errors in form.errors.values() for e in errors)
+        raise FrameError(reason, typed or "")
+    data = form.cleaned_data
+    return Frame(data["action"], data["message"], data["document"], data["entry"])
+
+
+class PreferencesForm(forms.ModelForm):
+    class Meta:
+        model = Preferences
+        fields = ["review_handoff"]
+        labels = {"review_handoff": "Review the handoff document before switching sessions"}

@@ -1,0 +1,140 @@
+"""The handoff document: prompt, extraction, structure check and wrapping (pure functions).
+
+The reference agent's `/handoff` (SPEC.md §2): H4 prompt, H6 extraction,
+H9 wrapper, and agentweb's B4 structure check.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .models import Entry, text_of
+
+SECTIONS = (
+    "Goal",
+    "Constraints & Preferences",
+    "Progress",
+    "Key Decisions",
+    "Critical Context",
+    "Next Steps",
+)
+CUSTOM_TYPE = "handoff"
+CLOSING = (
+    "The above is a handoff document from a previous session. "
+    "Use this context to continue the work seamlessly."
+)
+NOTHING_TO_HAND_OFF = "Nothing to hand off (no messages yet)"
+CANCELLED = "Handoff cancelled"
+STARTED = "New session started with handoff context"
+NO_TEXT = "the model returned no text"
+
+PROMPT = """You are handing this conversation off to a fresh session that will see nothing \
+but the document you write now. Write a structured handoff document in markdown with \
+exactly these sections, each as a level-2 heading, in this order:
+
+## Goal
+What the user is trying to achieve overall.
+
+## Constraints & Preferences
+Requirements, limits and preferences the user stated or implied.
+
+## Progress
+What has been done so far, and its state.
+
+## Key Decisions
+Decisions made, with the reason for each.
+
+## Critical Context
+Concrete facts the next session cannot work without: file paths, identifiers, \
+commands, error messages, URLs, numbers.
+
+## Next Steps
+The ordered list of what to do next.
+
+Be concrete and complete; do not invent anything that was not said."""
+
+
+class NothingToHandOff(Exception):
+    """Fewer than 2 message entries on the branch (H3)."""
+
+    def __init__(self) -> None:
+        super().__init__(NOTHING_TO_HAND_OFF)
+
+
+def build_prompt(focus: str = "") -> str:
+    """The fixed handoff prompt (H4), with `Additional focus: …` when focus is given."""
+    focus = focus.strip()
+    return f"{PROMPT}\n\nAdditional focus: {focus}" if focus else PROMPT
+
+
+def check_guard(message_count: int) -> None:
+    if message_count < 2:
+        raise NothingToHandOff
+
+
+def extract_document(entries: Sequence[Entry]) -> str:
+    """H6: the most recent assistant message's text blocks joined by `\\n`; other blocks ignored."""
+    for entry in reversed(entries):
+        if entry.kind == Entry.Kind.MESSAGE and entry.role == Entry.Role.ASSISTANT:
+            return text_of(entry.content)
+    return ""
+
+
+def wrap(document: str) -> str:
+    """H9: the content of the handoff message injected into the new session."""
+    return f"<handoff-context>\n{document}\n</handoff-context>\n\n{CLOSING}"
+
+
+def unwrap(content: str) -> str:
+    match = re.search(r"<handoff-context>\n?(.*?)\n?</handoff-context>", content, re.DOTALL)
+    return match.group(1) if match else content
+
+
+@dataclass(frozen=True)
+class StructureReport:
+    missing: tuple[str, ...]
+    empty: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing and not self.empty
+
+    def warnings(self) -> list[str]:
+        notes = [f"Missing section: {name}" for name in self.missing]
+        return notes + [f"Empty section: {name}" for name in self.empty]
+
+
+HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+
+
+def _normalise(title: str) -> str:
+    title = re.sub(r"\band\b", "&", re.sub(r"[*_`]", "", title).lower())
+    return re.sub(r"[^a-z&]+", " ", title).strip()
+
+
+def check_structure(document: str) -> StructureReport:
+    """B4: compare the document's markdown headings with the six sections.
+
+    A section is empty when nothing but blank lines stands between its heading
+    and the next heading of the same or a higher level.
+    """
+    headings: list[tuple[int, int, str]] = []  # (line index, level, normalised title)
+    lines = document.splitlines()
+    for index, line in enumerate(lines):
+        if match := HEADING.match(line):
+            headings.append((index, len(match.group(1)), _normalise(match.group(2))))
+    missing: list[str] = []
+    empty: list[str] = []
+    for section in SECTIONS:
+        wanted = _normalise(section)
+        found = next((h for h in headings if h[2] == wanted), None)
+        if found is None:
+            missing.append(section)
+            continue
+        index, level, _ = found
+        end = next((h[0] for h in headings if h[0] > index and h[1] <= level), len(lines))
+        if not any(line.strip() for line in lines[index + 1 : end]):
+            empty.append(section)
+    return StructureReport(tuple(missing), tuple(empty))

@@ -1,0 +1,44 @@
+"""Tell the person starting agentweb how to sign in; on a fresh database, make them an account."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandParser
+
+CREDENTIALS = Path(settings.BASE_DIR) / ".agentweb-credentials"
+
+
+class Command(BaseCommand):
+    help = "Create a first account when there is none, and print how to sign in."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--url", default="http://127.0.0.1:8000/")
+
+    def handle(self, *args: Any, url: str, **options: Any) -> None:
+        User = get_user_model()
+        login = f"{url.rstrip('/')}/accounts/login/"
+        if not User.objects.exists():
+            password = secrets.token_urlsafe(12)
+            User.objects.create_superuser("admin", "", password)
+            CREDENTIALS.write_text(f"admin\n{password}\n")
+            CREDENTIALS.chmod(0o600)
+        if CREDENTIALS.exists():
+            username, password = CREDENTIALS.read_text().split("\n")[:2]
+            self.stdout.write(
+                f"\n  agentweb is starting at {url}\n"
+                f"  Sign in at {login} as username '{username}' with password '{password}'\n"
+                f"  (saved in {CREDENTIALS.name}; delete that file to stop this reminder).\n"
+            )
+        else:
+            self.stdout.write(
+                f"\n  agentweb is starting at {url}\n  Sign in at {login}. To make an account: "
+                ".venv/bin/python manage.py createsuperuser\n"
+            )
+        model = settings.AGENTWEB_MODEL
+        source = "Claude" if model != "local" else "the offline model (set ANTHROPIC_API_KEY for Claude)"
+        self.stdout.write(f"  New sessions use {source}: {model}\n\n")

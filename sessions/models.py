@@ -1,0 +1,201 @@
+"""The session tree of the reference agent, stored in the database.
+
+A ChatSession owns Entries that form a tree (each entry points at its parent);
+`leaf` marks the end of the current branch. Lineage (`parent_session`,
+`handed_off_from`) records where a handed-off session came from.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.urls import reverse
+from django.utils import timezone
+
+
+class ChatSession(models.Model):
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_sessions"
+    )
+    title = models.CharField(max_length=200, blank=True)
+    model = models.CharField(max_length=100)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    leaf = models.ForeignKey(
+        "Entry", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    parent_session = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children"
+    )
+    handed_off_from = models.ForeignKey(
+        "Entry", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    # Input tokens of the last model call: the size of the context the model saw.
+    context_tokens = models.PositiveIntegerField(default=0)
+
+    # The claim of the one generation allowed per session (SPEC B8, B12).
+    generation_id = models.CharField(max_length=40, blank=True)
+    generation_kind = models.CharField(max_length=16, blank=True)
+    generation_channel = models.CharField(max_length=200, blank=True)
+    generation_started_at = models.DateTimeField(null=True, blank=True)
+    generation_lease_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        indexes = [models.Index(fields=["owner", "-updated_at"])]
+
+    def __str__(self) -> str:
+        return self.title or f"Session {self.pk}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("chat:session", args=[self.pk])
+
+    @property
+    def display_title(self) -> str:
+        return self.title or "Untitled session"
+
+    @property
+    def is_generating(self) -> bool:
+        """A live claim: some process is generating and renewing its lease."""
+        return bool(self.generation_id) and self.generation_lease_until is not None and (
+            self.generation_lease_until > timezone.now()
+        )
+
+    @property
+    def was_interrupted(self) -> bool:
+        """A claim whose process stopped renewing it: that generation died with its process."""
+        return bool(self.generation_id) and not self.is_generating
+
+    @staticmethod
+    def claimable() -> Q:
+        return Q(generation_id="") | Q(generation_lease_until__lt=timezone.now())
+
+    @staticmethod
+    def lease_until() -> Any:
+        return timezone.now() + timedelta(seconds=settings.AGENTWEB_GENERATION_LEASE)
+
+
+class Entry(models.Model):
+    class Kind(models.TextChoices):
+        MESSAGE = "message"
+        CUSTOM_MESSAGE = "custom_message"
+        MODEL_CHANGE = "model_change"
+        THINKING_LEVEL_CHANGE = "thinking_level_change"
+        COMPACTION = "compaction"
+        BRANCH_SUMMARY = "branch_summary"
+        LABEL = "label"
+        CUSTOM = "custom"
+
+    class Role(models.TextChoices):
+        USER = "user"
+        ASSISTANT = "assistant"
+        TOOL_RESULT = "toolResult"
+
+    class Status(models.TextChoices):
+        COMPLETE = "complete"
+        ABORTED = "aborted"
+        FAILED = "failed"
+
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="entries")
+    parent = models.ForeignKey(
+        "self", on_delete=models.DO_NOTHING, null=True, blank=True, related_name="+"
+    )
+    kind = models.CharField(max_length=40, choices=Kind.choices, default=Kind.MESSAGE)
+    role = models.CharField(max_length=40, blank=True)
+    # A list of typed blocks, e.g. [{"type": "text", "text": "..."}].
+    content = models.JSONField(default=list, blank=True)
+    custom_type = models.CharField(max_length=100, blank=True)
+    display = models.BooleanField(default=True)
+    # Anything else a kind carries (warnings of a handoff, fields of imported kinds).
+    data = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.COMPLETE)
+    error = models.TextField(blank=True)
+    model = models.CharField(max_length=100, blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name_plural = "entries"
+        indexes = [models.Index(fields=["session", "id"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind}/{self.role or self.custom_type} #{self.pk}"
+
+    @property
+    def text(self) -> str:
+        """The entry's text blocks joined by newlines; other blocks are not text."""
+        return text_of(self.content)
+
+    @property
+    def is_handoff(self) -> bool:
+        return self.kind == self.Kind.CUSTOM_MESSAGE and self.custom_type == "handoff"
+
+
+def text_of(content: Any) -> str:
+    """Join the `text` blocks of a content value (a string or a list of blocks) with `\\n`."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(
+        block.get("text", "")
+        for block in content or []
+        if isinstance(block, dict) and block.get("type") == "text"
+    )
+
+
+class PendingPrompt(models.Model):
+    """A prompt typed while a generation runs: kept until the session's generation sends it.
+
+    Queued in the database so nothing typed is lost to a reload, another
+    process, or a handoff (SPEC B8, B10).
+    """
+
+    session = models.ForeignKey(
+        ChatSession, on_delete=models.CASCADE, related_name="pending_prompts"
+    )
+    text = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.text[:50]
+
+
+class Preferences(models.Model):
+    """Per-user settings."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agentweb_preferences"
+    )
+    # SPEC B14: review and edit the handoff document before the switch.
+    review_handoff = models.BooleanField(
+        default=False, help_text="Review and edit a handoff document before switching."
+    )
+
+    class Meta:
+        verbose_name_plural = "preferences"
+
+    def __str__(self) -> str:
+        return f"Preferences of {self.user}"
+
+
+class PromptTemplate(models.Model):
+    """A user's stored prompt: `/name args` in the chat box expands to `body`."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="prompt_templates"
+    )
+    name = models.SlugField(max_length=50)
+    body = models.TextField(help_text="`$ARGUMENTS` is replaced by the text after the name.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="unique_template_name")]
+
+    def __str__(self) -> str:
+        return f"/{self.name}"

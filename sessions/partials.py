@@ -1,0 +1,89 @@
+"""HTML fragments pushed over the WebSocket: the page's own partials, rendered alone.
+
+The view renders `sessions/session.html` whole; these render one of its
+`{% partialdef %}` blocks with `oob` set, so page, swap and push share markup.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.template.loader import render_to_string
+from django.utils.html import escape, format_html
+
+from .models import ChatSession, Entry
+
+PAGE = "sessions/session.html"
+
+
+def entry(entry: Entry) -> str:
+    """An entry appended to the transcript."""
+    inner = render_to_string(f"{PAGE}#entry", {"entry": entry})
+    return f'<div hx-swap-oob="beforeend:#transcript">{inner}</div>'
+
+
+def live(text: str | None, purpose: str = "") -> str:
+    """The streaming reply so far (None: nothing streams)."""
+    return render_to_string(f"{PAGE}#live", {"live_text": text, "live_purpose": purpose, "oob": True})
+
+
+def delta(text: str) -> str:
+    return f'<div id="live-text" hx-swap-oob="beforeend">{escape(text)}</div>'
+
+
+def status(session: ChatSession, **state: Any) -> str:
+    return render_to_string(f"{PAGE}#status", {**status_context(session, **state), "oob": True})
+
+
+def status_context(
+    session: ChatSession,
+    *,
+    generating: bool = False,
+    generation_kind: str = "",
+    generation_started_at: Any = None,
+    queued: int = 0,
+    interrupted: bool = False,
+    context_before: int | None = None,
+) -> dict[str, Any]:
+    return {
+        "session": session,
+        "generating": generating,
+        "generation_kind": generation_kind,
+        "generation_started_at": generation_started_at,
+        "queued": queued,
+        "interrupted": interrupted,
+        "context_before": context_before,
+    }
+
+
+def notice(text: str, level: str = "info") -> str:
+    role = "alert" if level == "error" else "status"
+    return format_html(
+        '<div id="notices" class="notices" role="status" aria-live="polite" hx-swap-oob="true">'
+        '<p class="notice notice--{}" role="{}">{}</p></div>',
+        level,
+        role,
+        text,
+    )
+
+
+def redirect(url: str) -> str:
+    return format_html('<div id="redirect" hidden hx-swap-oob="true" data-url="{}"></div>', url)
+
+
+def lineage(session: ChatSession, children: list[ChatSession]) -> str:
+    return render_to_string(f"{PAGE}#lineage", {"session": session, "children": children, "oob": True})
+
+
+def composer_text(text: str) -> str:
+    """The message box holding `text` again (after a rejected send)."""
+    return render_to_string(f"{PAGE}#composer_text", {"text": text, "oob": True})
+
+
+def review(reply: Entry) -> str:
+    """B14: the generated handoff document, editable, before the switch."""
+    return render_to_string(f"{PAGE}#review", {"reply": reply, "document": reply.text, "oob": True})
+
+
+def review_closed() -> str:
+    return '<div id="review" hx-swap-oob="true"></div>'

@@ -1,0 +1,54 @@
+"""The provider interface: a stream of text deltas ending with a StreamEnd, or a ProviderError."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class StreamEnd:
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: str = "end_turn"
+
+
+ProviderEvent = TextDelta | StreamEnd
+
+
+class ProviderError(Exception):
+    """Any failure of a model call, with a reason a person can read.
+
+    `kind` is one of: rate_limited, overloaded, network, auth, api, no_text.
+    """
+
+    def __init__(self, reason: str, *, kind: str = "api") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.kind = kind
+
+
+class Provider(ABC):
+    model: str
+
+    @abstractmethod
+    def stream(
+        self, messages: list[dict[str, Any]], *, system: str | None = None
+    ) -> AsyncIterator[ProviderEvent]:
+        """Yield TextDelta events, then exactly one StreamEnd; raise ProviderError on failure.
+
+        Cancelling the consuming task (or closing the iterator) must close the
+        model connection.
+        """

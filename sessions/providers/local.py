@@ -1,0 +1,147 @@
+"""The offline model: deterministic, no network, streams at a human-visible pace.
+
+It cannot think, but it can make the app usable and `/handoff` meaningful
+offline: when the last user message asks for a document with named markdown
+sections, it writes those sections from the conversation's own content.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from .base import Provider, ProviderEvent, StreamEnd, TextDelta, Usage
+
+HEADING = re.compile(r"^\s*#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+TOKEN = re.compile(r"\s*\S+\s*|\s+")
+SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+FOCUS = re.compile(r"^Additional focus:\s*(.+)$", re.MULTILINE)
+CONCRETE = re.compile(
+    r"(?:[\w.-]+/)+[\w.-]+"  # paths
+    r"|\b\w+(?:\.\w+)+\(\)?"  # dotted names, calls
+    r"|\b[a-z]+_[a-z_0-9]+\b"  # snake_case identifiers
+    r"|\b[a-z]+[A-Z]\w*\b"  # camelCase identifiers
+    r"|https?://\S+"
+    r"|\b\d+(?:\.\d+)?\s?(?:ms|s|MB|GB|KB|%|px|tokens?)\b"
+    r"|`[^`\n]+`"
+)
+CONSTRAINT_WORDS = ("must", "should", "don't", "do not", "never", "always", "prefer", "avoid", "only")
+DECISION_WORDS = ("decided", "decide", "we'll", "we will", "let's", "chose", "choose", "use ", "instead")
+
+
+OFFLINE_NOTICE = (
+    "*This is agentweb's offline model: it runs without a network and without an LLM, "
+    "so it can only echo and summarise. Set `ANTHROPIC_API_KEY` to talk to Claude.*"
+)
+
+
+def estimate_tokens(text: str) -> int:
+    return max(1, len(text) // 4) if text else 0
+
+
+class LocalProvider(Provider):
+    model = "local"
+
+    def __init__(self, token_delay: float = 0.03) -> None:
+        self.token_delay = token_delay
+
+    async def stream(
+        self, messages: list[dict[str, Any]], *, system: str | None = None
+    ) -> AsyncIterator[ProviderEvent]:
+        reply = respond(messages)
+        for token in TOKEN.findall(reply):
+            if self.token_delay:
+                await asyncio.sleep(self.token_delay)
+            else:
+                await asyncio.sleep(0)
+            yield TextDelta(token)
+        prompt_text = "\n".join(_text(m) for m in messages) + (system or "")
+        yield StreamEnd(Usage(estimate_tokens(prompt_text), estimate_tokens(reply)), "end_turn")
+
+
+def respond(messages: list[dict[str, Any]]) -> str:
+    """The whole reply to a conversation, deterministic."""
+    if not messages:
+        return "Nothing to answer yet."
+    request = _text(messages[-1])
+    sections = [name for name in HEADING.findall(request)]
+    if len(sections) >= 2:
+        return write_document(sections, messages[:-1], request)
+    return _chat_reply(request, len(messages))
+
+
+def _chat_reply(request: str, turn: int) -> str:
+    words = request.split()
+    found = _unique(CONCRETE.findall(request))
+    lines = [
+        OFFLINE_NOTICE,
+        "",
+        f"You wrote {len(words)} word{'s' if len(words) != 1 else ''} (message {turn // 2 + 1} "
+        "of this session). Here is what I will remember of it:",
+        "",
+        f"> {' '.join(words[:60])}{' …' if len(words) > 60 else ''}",
+    ]
+    if found:
+        lines += ["", "Concrete items I noticed:", ""] + [f"- `{item.strip('`')}`" for item in found[:8]]
+    lines += ["", "Type `/handoff` when this conversation gets long."]
+    return "\n".join(lines)
+
+
+def write_document(sections: list[str], history: list[dict[str, Any]], request: str) -> str:
+    """A document with one `## <section>` per requested section, filled from the history."""
+    user_texts = [_text(m) for m in history if m["role"] == "user"]
+    assistant_texts = [
+        _text(m).replace(OFFLINE_NOTICE, "") for m in history if m["role"] == "assistant"
+    ]
+    all_sentences = [s for t in user_texts for s in _sentences(t)]
+    focus = FOCUS.search(request)
+    writers: dict[str, Callable[[], list[str]]] = {
+        "goal": lambda: [_first_sentence(user_texts[0]) if user_texts else "Continue the work."],
+        "constraint": lambda: _matching(all_sentences, CONSTRAINT_WORDS),
+        "progress": lambda: [f"Discussed: {_first_sentence(t)}" for t in user_texts[-8:]],
+        "decision": lambda: _matching(
+            [s for t in user_texts + assistant_texts for s in _sentences(t)], DECISION_WORDS
+        ),
+        "context": lambda: [
+            f"`{item.strip('`')}`"
+            for item in _unique(CONCRETE.findall("\n".join(user_texts + assistant_texts)))[:20]
+        ],
+        "next": lambda: ([f"Focus: {focus.group(1).strip()}"] if focus else [])
+        + [f"Pick up from the last request: {_first_sentence(user_texts[-1])}" if user_texts else ""],
+    }
+    parts: list[str] = []
+    for name in sections:
+        key = next((k for k in writers if k in name.lower()), None)
+        items = [item for item in (writers[key]() if key else []) if item.strip()]
+        if not items:
+            items = ["Nothing recorded in this session."]
+        body = items[0] if key == "goal" and len(items) == 1 else "\n".join(f"- {i}" for i in items)
+        parts.append(f"## {name}\n\n{body}")
+    return "\n\n".join(parts)
+
+
+def _text(message: dict[str, Any]) -> str:
+    content = message.get("content", "")
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.get("text", "") for b in content if b.get("type") == "text")
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in SENTENCE.split(text) if len(s.strip()) > 3]
+
+
+def _first_sentence(text: str) -> str:
+    sentences = _sentences(text.replace("*", ""))
+    first = sentences[0] if sentences else text.strip()
+    return first[:300]
+
+
+def _matching(sentences: list[str], words: tuple[str, ...]) -> list[str]:
+    return _unique(s[:300] for s in sentences if any(w in s.lower() for w in words))[:8]
+
+
+def _unique(items: Any) -> list[str]:
+    return list(dict.fromkeys(items))

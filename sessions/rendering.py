@@ -1,0 +1,60 @@
+"""Markdown to safe HTML for finished messages (streamed tokens are only escaped)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import nh3
+from markdown_it import MarkdownIt
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import get_lexer_by_name
+from pygments.util import ClassNotFound
+
+ALLOWED_TAGS = {
+    "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "del", "code", "pre",
+    "blockquote", "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td", "span", "div",
+}  # fmt: skip
+ALLOWED_ATTRIBUTES = {
+    "a": {"href", "title"},
+    "span": {"class"},
+    "div": {"class"},
+    "code": {"class"},
+    "th": {"style"},
+    "td": {"style"},
+    "ol": {"start"},
+}
+_formatter = HtmlFormatter(nowrap=True)
+
+
+def _highlight(code: str, lang: str, _attrs: str) -> str:
+    try:
+        lexer = get_lexer_by_name(lang) if lang else None
+    except ClassNotFound:
+        lexer = None
+    if lexer is None:
+        return ""  # markdown-it escapes it itself
+    return f'<pre><code class="highlight">{highlight(code, lexer, _formatter)}</code></pre>'
+
+
+@lru_cache(maxsize=1)
+def _markdown() -> MarkdownIt:
+    return MarkdownIt("commonmark", {"html": False, "linkify": False, "highlight": _highlight}).enable(
+        ["table", "strikethrough"]
+    )
+
+
+def render_markdown(text: str) -> str:
+    """Render untrusted markdown: raw HTML is escaped by the parser, the output is sanitised."""
+    html = _markdown().render(text)
+    return nh3.clean(
+        html,
+        tags=ALLOWED_TAGS,
+        attributes=ALLOWED_ATTRIBUTES,
+        url_schemes={"http", "https", "mailto"},
+        link_rel="noopener noreferrer nofollow",
+    )
+
+
+def pygments_css() -> str:
+    return HtmlFormatter(style="friendly").get_style_defs(".highlight")

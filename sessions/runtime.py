@@ -1,0 +1,307 @@
+"""Which process runs which generation: the claim, the job, and its channel-layer wiring.
+
+A generation is a server-side job (an asyncio task of the process that
+claimed the session), not part of a WebSocket: closing a tab does not stop it.
+Events go to the group `session.<id>`; every tab's consumer forwards them.
+The job listens on a channel of its own for cancel and snapshot requests, so
+any tab of any process reaches it (SPEC B7, B8; DESIGN.md "How a generation flows").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from . import handoff, partials, store
+from .agent import AgentEvent, AgentSession, HandoffCancelled, HandoffFailed, HandoffResult
+from .handoff import NothingToHandOff
+from .models import ChatSession, Entry, PendingPrompt
+
+log = logging.getLogger(__name__)
+
+_jobs: dict[str, asyncio.Task[None]] = {}  # strong references: running jobs of this process
+
+BUSY = "A reply is being generated in this session: wait for it or cancel it first."
+
+
+def group_name(session_id: int) -> str:
+    return f"session.{session_id}"
+
+
+# --- the claim (sync, database) ----------------------------------------------
+def claim(session_id: int, generation_id: str, kind: str, channel: str) -> bool:
+    """Take the session's one generation slot with a conditional UPDATE (B8)."""
+    updated = ChatSession.objects.filter(ChatSession.claimable(), pk=session_id).update(
+        generation_id=generation_id,
+        generation_kind=kind,
+        generation_channel=channel,
+        generation_started_at=timezone.now(),
+        generation_lease_until=ChatSession.lease_until(),
+    )
+    return updated == 1
+
+
+def renew(session_id: int, generation_id: str) -> bool:
+    return bool(
+        ChatSession.objects.filter(pk=session_id, generation_id=generation_id).update(
+            generation_lease_until=ChatSession.lease_until()
+        )
+    )
+
+
+def release(session_id: int, generation_id: str) -> None:
+    ChatSession.objects.filter(pk=session_id, generation_id=generation_id).update(
+        generation_id="", generation_kind="", generation_channel="", generation_lease_until=None
+    )
+
+
+def next_prompt_or_release(session_id: int, generation_id: str) -> str | None:
+    """Pop the oldest queued prompt, or release the claim when none is left, atomically.
+
+    A prompt queued by another tab either is seen here or finds the claim
+    released and starts its own generation: it can never be stranded.
+    """
+    with transaction.atomic():
+        held = (
+            ChatSession.objects.select_for_update()
+            .filter(pk=session_id, generation_id=generation_id)
+            .exists()
+        )
+        if not held:
+            return None
+        pending = PendingPrompt.objects.filter(session_id=session_id).order_by("id").first()
+        if pending is None:
+            release(session_id, generation_id)
+            return None
+        pending.delete()
+        ChatSession.objects.filter(pk=session_id).update(
+            generation_kind="prompt", generation_started_at=timezone.now()
+        )
+        return pending.text
+
+
+def status_html(session_id: int) -> str:
+    session = ChatSession.objects.get(pk=session_id)
+    return partials.status(session, **status_state(session))
+
+
+def status_state(session: ChatSession) -> dict[str, Any]:
+    """Everything the status line shows, read from the database (true in every process)."""
+    context_before = None
+    if session.parent_session_id:
+        first = Entry.objects.filter(session=session, parent__isnull=True).values("data").first()
+        context_before = (first or {}).get("data", {}).get("context_tokens_before")
+    return {
+        "generating": session.is_generating,
+        "generation_kind": session.generation_kind,
+        "generation_started_at": session.generation_started_at,
+        "queued": PendingPrompt.objects.filter(session=session).count(),
+        "interrupted": session.was_interrupted,
+        "context_before": context_before,
+    }
+
+
+def message_count(session_id: int) -> int:
+    return store.count_messages(store.get_branch(ChatSession(pk=session_id)))
+
+
+# --- the job -----------------------------------------------------------------
+class Job:
+    """One generation run: a handoff and/or the queued prompts, in one process."""
+
+    def __init__(self, session: ChatSession, generation_id: str, channel: str) -> None:
+        self.generation_id = generation_id
+        self.channel = channel
+        self.layer = get_channel_layer()
+        self.seq = 0
+        self.appended: list[tuple[int, str]] = []  # (entry id, html) of this run, for snapshots
+        self.status = ""
+        self.agent = AgentSession(session, listener=self.on_event, generation_id=generation_id)
+
+    @property
+    def session_id(self) -> int:
+        return self.agent.session_id
+
+    async def run(self, handoff_focus: str | None = None) -> None:
+        listener = asyncio.create_task(self.listen())
+        heartbeat = asyncio.create_task(self.heartbeat())
+        try:
+            await self.agent.load()
+            if handoff_focus is not None:
+                await self.run_handoff(handoff_focus)
+            while text := await database_sync_to_async(next_prompt_or_release)(
+                self.session_id, self.generation_id
+            ):
+                await self.agent.prompt(text)
+        except Exception:
+            log.exception("generation %s failed", self.generation_id)
+        finally:
+            listener.cancel()
+            heartbeat.cancel()
+            await asyncio.shield(self.finish())
+
+    async def finish(self) -> None:
+        await database_sync_to_async(release)(self.session_id, self.generation_id)
+        await self.publish_status()
+
+    async def run_handoff(self, focus: str) -> None:
+        old_id = self.session_id
+        try:
+            result = await self.agent.handoff(focus)
+        except NothingToHandOff as error:
+            await self.publish(partials.notice(str(error), "warning"))
+        except HandoffCancelled:
+            await self.publish(partials.notice(handoff.CANCELLED, "warning"))
+        except HandoffFailed as error:
+            await self.publish(partials.notice(str(error), "error"))
+        else:
+            await self.handoff_succeeded(old_id, result)
+
+    async def handoff_succeeded(self, old_id: int, result: HandoffResult) -> None:
+        if result.new_session is None:  # B14: the user reviews the document first
+            html = await database_sync_to_async(partials.review)(result.reply)
+            await self.publish(html)
+            return
+        self.appended = []
+        await self.publish(
+            partials.notice(handoff.STARTED, "success")
+            + partials.redirect(result.new_session.get_absolute_url()),
+            group_of=old_id,
+        )
+
+    async def listen(self) -> None:
+        while True:
+            message = await self.layer.receive(self.channel)
+            kind = message.get("type")
+            if kind == "generation.cancel":
+                if self.agent.is_generating_handoff:
+                    self.agent.abort_handoff()
+                else:
+                    self.agent.abort()
+            elif kind == "generation.snapshot_request":
+                await self.layer.send(message["reply_to"], self.snapshot())
+
+    async def heartbeat(self) -> None:
+        interval = settings.AGENTWEB_GENERATION_LEASE / 3
+        while True:
+            await asyncio.sleep(interval)
+            await database_sync_to_async(renew)(self.session_id, self.generation_id)
+
+    def snapshot(self) -> dict[str, Any]:
+        text = self.agent.partial_text if self.agent.is_replying else None
+        return {
+            "type": "generation.snapshot",
+            "gen": self.generation_id,
+            "seq": self.seq,
+            "session": self.session_id,
+            "entries": self.appended,
+            "html": partials.live(text, self.agent.partial_purpose) + self.status,
+        }
+
+    async def on_event(self, event: AgentEvent) -> None:
+        if event.type == "agent_start":
+            await self.publish_status()
+        elif event.type == "message_start" and event.role == Entry.Role.ASSISTANT:
+            await self.publish(partials.live("", event.purpose))
+        elif event.type == "message_update":
+            await self.publish(partials.delta(event.delta))
+        elif event.type == "message_end" and event.entry is not None:
+            html = partials.entry(event.entry)
+            self.appended.append((event.entry.pk, html))
+            if event.role == Entry.Role.ASSISTANT:
+                html = partials.live(None) + html
+            await self.publish(html, entry_id=event.entry.pk)
+            if event.role == Entry.Role.ASSISTANT:
+                await self.publish_status()
+
+    async def publish_status(self) -> None:
+        self.status = await database_sync_to_async(status_html)(self.session_id)
+        await self.publish(self.status)
+
+    async def publish(self, html: str, *, entry_id: int = 0, group_of: int | None = None) -> None:
+        self.seq += 1
+        await self.layer.group_send(
+            group_name(group_of or self.session_id),
+            {
+                "type": "agent.event",
+                "gen": self.generation_id,
+                "seq": self.seq,
+                "entry": entry_id,
+                "html": html,
+            },
+        )
+
+
+# --- entry points for consumers ----------------------------------------------
+async def start(session: ChatSession, kind: str, handoff_focus: str | None = None) -> bool:
+    """Claim the session and run a job in this process; False if one already runs."""
+    layer = get_channel_layer()
+    generation_id = uuid.uuid4().hex
+    channel = await layer.new_channel("generation.")
+    if not await database_sync_to_async(claim)(session.pk, generation_id, kind, channel):
+        return False
+    session = await database_sync_to_async(ChatSession.objects.get)(pk=session.pk)
+    job = Job(session, generation_id, channel)
+    task = asyncio.create_task(job.run(handoff_focus))
+    _jobs[generation_id] = task
+    task.add_done_callback(lambda _: _jobs.pop(generation_id, None))
+    return True
+
+
+async def submit_prompt(session: ChatSession, text: str) -> bool:
+    """Queue the prompt and start a generation; False when it waits behind a running one."""
+    await database_sync_to_async(PendingPrompt.objects.create)(session=session, text=text)
+    return await start(session, "prompt")
+
+
+async def start_handoff(session: ChatSession, focus: str) -> str | None:
+    """The command layer's /handoff: the guard (H3), then a handoff job; returns a refusal."""
+    if await database_sync_to_async(message_count)(session.pk) < 2:
+        return handoff.NOTHING_TO_HAND_OFF
+    if not await start(session, "handoff", handoff_focus=focus):
+        return "A handoff or reply is already running in this session: wait for it or cancel it."
+    return None
+
+
+async def confirm_handoff(session: ChatSession, reply_id: int, document: str) -> ChatSession | str:
+    """B14: switch with the (possibly edited) document the user reviewed."""
+    reply = await database_sync_to_async(
+        lambda: Entry.objects.filter(pk=reply_id, session=session).first()
+    )()
+    if reply is None or reply.data.get("purpose") != "handoff" or not document.strip():
+        return "That handoff document can no longer be used."
+    agent = AgentSession(session)
+    return await agent.switch(reply, document)
+
+
+async def cancel(session_id: int) -> bool:
+    """Ask the job running this session's generation, in whatever process, to stop."""
+    channel = await database_sync_to_async(
+        lambda: ChatSession.objects.filter(pk=session_id).values_list("generation_channel", flat=True).first()
+    )()
+    if not channel:
+        return False
+    await get_channel_layer().send(channel, {"type": "generation.cancel"})
+    return True
+
+
+async def request_snapshot(channel: str, reply_to: str) -> None:
+    with contextlib.suppress(Exception):
+        await get_channel_layer().send(
+            channel, {"type": "generation.snapshot_request", "reply_to": reply_to}
+        )
+
+
+async def wait_idle(timeout: float = 30) -> None:
+    """Wait for this process's jobs to end (tests, shutdown)."""
+    if _jobs:
+        await asyncio.wait_for(asyncio.gather(*_jobs.values(), return_exceptions=True), timeout)

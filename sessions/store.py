@@ -1,0 +1,219 @@
+"""The session manager: the reference agent's session-manager, on the ORM.
+
+Sync functions (call them through `database_sync_to_async` from async code).
+Branch walks cost one query however long the session is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from .models import ChatSession, Entry, PendingPrompt, PromptTemplate, text_of
+
+TITLE_LENGTH = 80
+TEMPLATE_CALL = re.compile(r"^/(?P<name>[a-z][a-z0-9_-]*)(?:\s+(?P<args>.*))?$", re.DOTALL)
+LLMMessage = dict[str, Any]
+
+
+def new_session(
+    owner: AbstractBaseUser,
+    *,
+    model: str,
+    title: str = "",
+    parent_session: ChatSession | None = None,
+    handed_off_from: Entry | None = None,
+) -> ChatSession:
+    return ChatSession.objects.create(
+        owner=owner,
+        model=model,
+        title=title,
+        parent_session=parent_session,
+        handed_off_from=handed_off_from,
+    )
+
+
+def get_branch(session: ChatSession) -> list[Entry]:
+    """The entries from the root to the leaf, in order: one query for any size."""
+    leaf_id = ChatSession.objects.values_list("leaf_id", flat=True).get(pk=session.pk)
+    if leaf_id is None:
+        return []
+    by_id = {entry.id: entry for entry in Entry.objects.filter(session_id=session.pk)}
+    branch: list[Entry] = []
+    current = by_id.get(leaf_id)
+    while current is not None:
+        branch.append(current)
+        current = by_id.get(current.parent_id) if current.parent_id else None
+    branch.reverse()
+    return branch
+
+
+def append_message(
+    session: ChatSession,
+    role: str,
+    content: list[dict[str, Any]],
+    *,
+    status: str = Entry.Status.COMPLETE,
+    error: str = "",
+    model: str = "",
+    input_tokens: int = 0,
+    output_tokens: int = 0,
+    data: dict[str, Any] | None = None,
+) -> Entry:
+    entry = _append(
+        session,
+        kind=Entry.Kind.MESSAGE,
+        role=role,
+        content=content,
+        status=status,
+        error=error,
+        model=model,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        data=data or {},
+    )
+    if role == Entry.Role.USER and not session.title:
+        title = " ".join(text_of(content).split())[:TITLE_LENGTH]
+        ChatSession.objects.filter(pk=session.pk, title="").update(title=title)
+        session.title = title
+    if input_tokens:
+        ChatSession.objects.filter(pk=session.pk).update(context_tokens=input_tokens + output_tokens)
+        session.context_tokens = input_tokens + output_tokens
+    return entry
+
+
+def append_custom_message(
+    session: ChatSession,
+    custom_type: str,
+    content: str | list[dict[str, Any]],
+    *,
+    display: bool = True,
+    data: dict[str, Any] | None = None,
+) -> Entry:
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    return _append(
+        session,
+        kind=Entry.Kind.CUSTOM_MESSAGE,
+        custom_type=custom_type,
+        content=content,
+        display=display,
+        data=data or {},
+    )
+
+
+def _append(session: ChatSession, **fields: Any) -> Entry:
+    """Add an entry under the current leaf and make it the leaf, atomically."""
+    with transaction.atomic():
+        leaf_id = (
+            ChatSession.objects.select_for_update().values_list("leaf_id", flat=True).get(pk=session.pk)
+        )
+        entry = Entry.objects.create(session_id=session.pk, parent_id=leaf_id, **fields)
+        ChatSession.objects.filter(pk=session.pk).update(leaf=entry, updated_at=timezone.now())
+    session.leaf = entry
+    return entry
+
+
+def build_context(entries: Iterable[Entry]) -> list[LLMMessage]:
+    """The LLM messages of a branch (the reference agent's build_session_context).
+
+    `message` entries keep their role; a `custom_message` speaks as the user.
+    Empty messages (a reply cancelled before its first token) are left out, and
+    consecutive messages of one role are merged, as the Messages API expects.
+    """
+    messages: list[LLMMessage] = []
+    for entry in entries:
+        if entry.kind == Entry.Kind.MESSAGE and entry.role in (Entry.Role.USER, Entry.Role.ASSISTANT):
+            role = entry.role
+        elif entry.kind == Entry.Kind.CUSTOM_MESSAGE:
+            role = Entry.Role.USER
+        else:
+            continue
+        add_to_context(messages, role, entry.text)
+    return messages
+
+
+def session_context(session: ChatSession) -> list[LLMMessage]:
+    return build_context(get_branch(session))
+
+
+def count_messages(entries: Sequence[Entry]) -> int:
+    """How many `message` entries a branch holds (the handoff guard counts these)."""
+    return sum(1 for entry in entries if entry.kind == Entry.Kind.MESSAGE)
+
+
+def owned_session(owner: AbstractBaseUser, session_id: int) -> ChatSession | None:
+    return ChatSession.objects.filter(pk=session_id, owner=owner).first()
+
+
+
+def add_to_context(messages: list[LLMMessage], role: str, text: str) -> None:
+    """Append one message to an LLM message list the way build_context does."""
+    if not text.strip():
+        return
+    if messages and messages[-1]["role"] == role:
+        messages[-1]["content"].append({"type": "text", "text": text})
+    else:
+        messages.append({"role": role, "content": [{"type": "text", "text": text}]})
+
+
+def hand_off(
+    old: ChatSession,
+    *,
+    from_entry: Entry,
+    content: str,
+    data: dict[str, Any],
+    generation_id: str = "",
+) -> ChatSession:
+    """Create the handed-off session in one transaction (SPEC B6).
+
+    The new session, its lineage, its handoff message and the prompts still
+    queued in the old session (B10) are written together or not at all. A
+    running generation's claim moves with them, so it goes on in the new session.
+    """
+    from . import handoff
+
+    with transaction.atomic():
+        new = new_session(
+            old.owner,
+            model=old.model,
+            title=old.title,
+            parent_session=old,
+            handed_off_from=from_entry,
+        )
+        append_custom_message(new, handoff.CUSTOM_TYPE, content, display=True, data=data)
+        PendingPrompt.objects.filter(session_id=old.pk).update(session_id=new.pk)
+        if generation_id:
+            _move_claim(old, new, generation_id)
+        ChatSession.objects.filter(pk=new.pk).update(context_tokens=data.get("context_tokens_after", 0))
+    return new
+
+
+def _move_claim(old: ChatSession, new: ChatSession, generation_id: str) -> None:
+    fields = ChatSession.objects.filter(pk=old.pk).values(
+        "generation_kind", "generation_channel", "generation_started_at", "generation_lease_until"
+    )[0]
+    ChatSession.objects.filter(pk=new.pk).update(generation_id=generation_id, **fields)
+    ChatSession.objects.filter(pk=old.pk, generation_id=generation_id).update(
+        generation_id="", generation_kind="", generation_channel="", generation_lease_until=None
+    )
+
+
+def expand_prompt_template(session: ChatSession, text: str) -> str:
+    """`/name args` becomes the owner's template `name`, with `$ARGUMENTS` replaced by args."""
+    match = TEMPLATE_CALL.match(text)
+    if not match:
+        return text
+    template = PromptTemplate.objects.filter(owner_id=session.owner_id, name=match["name"]).first()
+    if template is None:
+        return text
+    return template.body.replace("$ARGUMENTS", (match["args"] or "").strip())
+
+
+def template_names(owner_id: int) -> frozenset[str]:
+    return frozenset(PromptTemplate.objects.filter(owner_id=owner_id).values_list("name", flat=True))

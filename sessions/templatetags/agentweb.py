@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+from django import template
+from django.utils.safestring import SafeString, mark_safe
+
+from ..providers import label_for
+from ..rendering import render_markdown
+
+register = template.Library()
+
+
+@register.filter
+def markdown(text: str) -> SafeString:
+    return mark_safe(render_markdown(text))  # noqa: S308 - sanitised by nh3
+
+
+@register.filter
+def model_label(model: str) -> str:
+    return label_for(model)

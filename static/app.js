@@ -1,0 +1,113 @@
+// agentweb page behaviour: keys, Escape to cancel, slash menu, autoscroll, elapsed time, redirect.
+(function () {
+  "use strict";
+
+  const $ = (selector) => document.querySelector(selector);
+
+  function composer() { return $("#message"); }
+
+  // Enter sends, Shift+Enter is a new line; the slash menu takes arrows, Tab and Enter.
+  document.addEventListener("keydown", (event) => {
+    const box = composer();
+    if (event.key === "Escape") {
+      const cancel = $("#cancel");
+      if (cancel) { event.preventDefault(); cancel.click(); return; }
+      hideMenu();
+      return;
+    }
+    if (!box || event.target !== box) return;
+    const menu = $("#slash-menu");
+    if (menu && !menu.hidden) {
+      if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+        event.preventDefault(); moveSelection(event.key === "ArrowDown" ? 1 : -1); return;
+      }
+      if (event.key === "Tab" || (event.key === "Enter" && !event.shiftKey && selected())) {
+        event.preventDefault(); complete(selected() || visibleItems()[0]); return;
+      }
+    }
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      if (box.value.trim()) box.form.requestSubmit();
+    }
+  });
+
+  // The form does not reset itself after a WebSocket send.
+  document.addEventListener("htmx:wsAfterSend", (event) => {
+    const form = event.target.closest && event.target.closest("#composer");
+    if (form) { form.reset(); hideMenu(); }
+  });
+
+  // Slash-command menu.
+  function visibleItems() { return [...document.querySelectorAll("#slash-menu [role=option]")].filter((li) => !li.hidden); }
+  function selected() { return document.querySelector('#slash-menu [aria-selected="true"]:not([hidden])'); }
+  function select(item) {
+    document.querySelectorAll("#slash-menu [role=option]").forEach((li) => li.setAttribute("aria-selected", String(li === item)));
+    const box = composer();
+    if (box) box.setAttribute("aria-activedescendant", item ? item.id : "");
+  }
+  function moveSelection(step) {
+    const items = visibleItems();
+    if (!items.length) return;
+    const index = items.indexOf(selected());
+    select(items[(index + step + items.length) % items.length]);
+  }
+  function hideMenu() {
+    const menu = $("#slash-menu");
+    if (menu) menu.hidden = true;
+    const box = composer();
+    if (box) box.setAttribute("aria-expanded", "false");
+    select(null);
+  }
+  function complete(item) {
+    const box = composer();
+    if (!item || !box) return;
+    box.value = "/" + item.dataset.name + " ";
+    hideMenu();
+    box.focus();
+  }
+  document.addEventListener("input", (event) => {
+    const box = composer();
+    if (event.target !== box) return;
+    const menu = $("#slash-menu");
+    const match = /^\/([\w-]*)$/.exec(box.value);
+    if (!menu || !match) { hideMenu(); return; }
+    let shown = 0;
+    menu.querySelectorAll("[role=option]").forEach((li) => {
+      li.hidden = !li.dataset.name.startsWith(match[1]);
+      if (!li.hidden) shown += 1;
+    });
+    menu.hidden = shown === 0;
+    box.setAttribute("aria-expanded", String(shown > 0));
+    if (!selected()) select(visibleItems()[0] || null);
+  });
+  document.addEventListener("click", (event) => {
+    const item = event.target.closest && event.target.closest("#slash-menu [role=option]");
+    if (item) complete(item);
+  });
+
+  // Follow the conversation while the reader is at the bottom; handle redirects.
+  let pinned = true;
+  window.addEventListener("scroll", () => {
+    pinned = window.innerHeight + window.scrollY >= document.body.scrollHeight - 80;
+  }, { passive: true });
+  document.addEventListener("htmx:wsAfterMessage", () => {
+    const redirect = $("#redirect");
+    if (redirect && redirect.dataset.url) { window.location.assign(redirect.dataset.url); return; }
+    if (pinned) window.scrollTo(0, document.body.scrollHeight);
+  });
+
+  // Elapsed time of a running generation.
+  function tick() {
+    document.querySelectorAll(".elapsed[data-since]").forEach((el) => {
+      const since = Date.parse(el.dataset.since);
+      if (Number.isNaN(since)) return;
+      const seconds = Math.max(0, Math.round((Date.now() - since) / 1000));
+      el.textContent = seconds < 60 ? seconds + " s" : Math.floor(seconds / 60) + " min " + (seconds % 60) + " s";
+    });
+  }
+  setInterval(tick, 1000);
+  document.addEventListener("DOMContentLoaded", () => {
+    tick();
+    if (document.querySelector("main.chat")) window.scrollTo(0, document.body.scrollHeight);
+  });
+})();

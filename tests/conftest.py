@@ -1,0 +1,131 @@
+"""Shared fixtures: users, a fake Anthropic server at the network edge, WebSocket clients."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import User
+from django.test import Client
+
+from sessions import runtime, store
+from sessions.models import ChatSession
+
+from .fake_anthropic import FakeAnthropic
+
+FAKE_MODEL = "claude-fake-test"
+
+
+@pytest.fixture(scope="session")
+def fake_server() -> Iterator[FakeAnthropic]:
+    server = FakeAnthropic().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fake_anthropic(fake_server: FakeAnthropic, settings: Any) -> FakeAnthropic:
+    """The fake server, empty, wired in as the API the real SDK calls."""
+    fake_server.reset()
+    settings.ANTHROPIC_BASE_URL = fake_server.url
+    settings.ANTHROPIC_API_KEY = "test-key"
+    settings.AGENTWEB_MAX_RETRIES = 0
+    return fake_server
+
+
+@pytest.fixture(autouse=True)
+def fast_local_model(settings: Any) -> None:
+    settings.AGENTWEB_LOCAL_TOKEN_DELAY = 0
+
+
+@pytest.fixture
+def owner(django_user_model: type[User]) -> User:
+    return django_user_model.objects.create_user("owner", password="owner-pass-123")
+
+
+@pytest.fixture
+def other_user(django_user_model: type[User]) -> User:
+    return django_user_model.objects.create_user("other", password="other-pass-123")
+
+
+def make_session(owner: User, *, model: str = FAKE_MODEL, exchanges: int = 0) -> ChatSession:
+    session = store.new_session(owner, model=model)
+    for i in range(exchanges):
+        store.append_message(session, "user", [{"type": "text", "text": f"question {i}"}])
+        store.append_message(session, "assistant", [{"type": "text", "text": f"answer {i}"}])
+    return session
+
+
+class Tab:
+    """One browser tab's WebSocket, as the page opens it."""
+
+    def __init__(self, communicator: WebsocketCommunicator) -> None:
+        self.ws = communicator
+        self.received: list[str] = []
+
+    async def send(self, **fields: Any) -> None:
+        await self.ws.send_to(text_data=json.dumps(fields))
+
+    async def receive(self, timeout: float = 5) -> str:
+        html = await self.ws.receive_from(timeout=timeout)
+        self.received.append(html)
+        return html
+
+    async def until(self, needle: str, timeout: float = 10) -> str:
+        """Receive frames until one contains `needle`; returns everything received meanwhile."""
+        seen: list[str] = []
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise AssertionError(f"{needle!r} never arrived; got: {''.join(seen)[-2000:]}")
+            html = await self.receive(timeout=remaining)
+            seen.append(html)
+            if needle in html:
+                return "".join(seen)
+
+    async def close(self) -> None:
+        await self.ws.disconnect()
+
+
+async def _cookie_for(user: User) -> str:
+    def login() -> str:
+        client = Client()
+        client.force_login(user)
+        return client.cookies["sessionid"].value
+
+    return await database_sync_to_async(login)()
+
+
+@pytest.fixture
+async def open_tab() -> AsyncIterator[Callable[..., Any]]:
+    """open_tab(user, session, after=0) -> (connected, Tab)."""
+    from agentweb.asgi import application
+
+    tabs: list[Tab] = []
+
+    async def open_(user: User, session: ChatSession, after: int = 0) -> tuple[bool, Tab]:
+        cookie = await _cookie_for(user)
+        communicator = WebsocketCommunicator(
+            application,
+            f"/ws/sessions/{session.pk}/?after={after}",
+            headers=[(b"cookie", f"sessionid={cookie}".encode()), (b"origin", b"http://localhost")],
+        )
+        connected, _ = await communicator.connect()
+        tab = Tab(communicator)
+        tabs.append(tab)
+        return connected, tab
+
+    yield open_
+    await runtime.wait_idle()
+    for tab in tabs:
+        await tab.ws.disconnect()
+
+
+db_async = database_sync_to_async

@@ -1,0 +1,176 @@
+"""A local HTTP server speaking the Anthropic Messages streaming protocol (SSE over chunked HTTP/1.1).
+
+The real SDK talks to it over a real socket, so cancellation, dropped
+connections and error events behave as they do against the real API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Reply:
+    """What the server does with the next request.
+
+    mode: text | error_event | drop | no_stop | empty | status
+    """
+
+    chunks: list[str] = field(default_factory=lambda: ["Hello", " from", " the", " fake", " model."])
+    mode: str = "text"
+    delay: float = 0.0
+    status: int = 200
+    error_type: str = "overloaded_error"
+    input_tokens: int = 42
+    output_tokens: int = 7
+
+    @classmethod
+    def text(cls, text: str, *, delay: float = 0.0, pieces: int = 0) -> Reply:
+        words = text.split(" ")
+        chunks = [w if i == 0 else " " + w for i, w in enumerate(words)]
+        return cls(chunks=chunks, delay=delay)
+
+    @classmethod
+    def slow(cls, tokens: int = 400, delay: float = 0.05) -> Reply:
+        return cls(chunks=[f"token{i} " for i in range(tokens)], delay=delay)
+
+
+class FakeAnthropic:
+    def __init__(self) -> None:
+        self.replies: deque[Reply] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self.disconnects = 0
+        self.completed = 0
+        self._changed = threading.Condition()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self.port = 0
+
+    # --- control from tests ------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def enqueue(self, *replies: Reply) -> None:
+        self.replies.extend(replies)
+
+    def reset(self) -> None:
+        with self._changed:
+            self.replies.clear()
+            self.requests.clear()
+            self.disconnects = 0
+            self.completed = 0
+
+    def wait_for(self, predicate: Any, timeout: float = 10.0) -> bool:
+        with self._changed:
+            return self._changed.wait_for(predicate, timeout)
+
+    def wait_for_disconnect(self, timeout: float = 10.0) -> bool:
+        return self.wait_for(lambda: self.disconnects > 0, timeout)
+
+    def start(self) -> FakeAnthropic:
+        self._thread.start()
+        started = asyncio.run_coroutine_threadsafe(self._serve(), self._loop)
+        self.port = started.result(10)
+        return self
+
+    def stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+
+    # --- the server -------------------------------------------------------------------
+    async def _serve(self) -> int:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        return self._server.sockets[0].getsockname()[1]
+
+    def _note(self, **changes: int) -> None:
+        with self._changed:
+            for name, step in changes.items():
+                setattr(self, name, getattr(self, name) + step)
+            self._changed.notify_all()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await self._one_request(reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    async def _one_request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Serve one request, then close: every reply says `connection: close`."""
+        head = await reader.readuntil(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)}
+        body = await reader.readexactly(int(headers.get("content-length", "0")))
+        with self._changed:
+            self.requests.append({"path": lines[0].split(" ")[1], "headers": headers, "json": json.loads(body or b"{}")})
+            self._changed.notify_all()
+            reply = self.replies.popleft() if self.replies else Reply()
+        if reply.mode == "status":
+            payload = json.dumps({"type": "error", "error": {"type": reply.error_type, "message": f"fake {reply.error_type}"}}).encode()
+            writer.write(
+                f"HTTP/1.1 {reply.status} Error\r\ncontent-type: application/json\r\n"
+                f"content-length: {len(payload)}\r\nconnection: close\r\n\r\n".encode() + payload
+            )
+            await writer.drain()
+            self._note(completed=1)
+            return
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\nconnection: close\r\n\r\n"
+        )
+        eof = asyncio.ensure_future(reader.read(1))  # b"" when the client hangs up
+        try:
+            for event, data in _events(reply):
+                if event == "__drop__":
+                    writer.transport.abort()
+                    return
+                if eof.done():
+                    self._note(disconnects=1)
+                    return
+                chunk = f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+                writer.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                await writer.drain()
+                if reply.delay:
+                    await asyncio.wait({eof}, timeout=reply.delay)
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+            self._note(completed=1)
+        except ConnectionError:
+            self._note(disconnects=1)
+        finally:
+            eof.cancel()
+
+
+def _events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_fake", "type": "message", "role": "assistant", "model": "claude-fake",
+            "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": {"input_tokens": reply.input_tokens, "output_tokens": 0},
+        },
+    }  # fmt: skip
+    events: list[tuple[str, dict[str, Any]]] = [("message_start", start)]
+    chunks = [] if reply.mode == "empty" else reply.chunks
+    if chunks:
+        events.append(("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))
+    for i, text in enumerate(chunks):
+        if reply.mode in ("error_event", "drop") and i == max(1, len(chunks) // 2):
+            if reply.mode == "drop":
+                events.append(("__drop__", {}))
+            else:
+                events.append(("error", {"type": "error", "error": {"type": reply.error_type, "message": "fake mid-stream error"}}))
+            return events
+        events.append(("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}))
+    if chunks:
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
+    events.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": reply.output_tokens}}))
+    if reply.mode != "no_stop":
+        events.append(("message_stop", {"type": "message_stop"}))
+    return events
