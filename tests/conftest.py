@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
@@ -83,9 +84,12 @@ class Tab:
         deadline = loop.time() + timeout
         while True:
             remaining = deadline - loop.time()
-            if remaining <= 0:
-                raise AssertionError(f"{needle!r} never arrived; got: {''.join(seen)[-2000:]}")
-            html = await self.receive(timeout=remaining)
+            try:
+                if remaining <= 0:
+                    raise TimeoutError
+                html = await self.receive(timeout=remaining)
+            except TimeoutError:
+                raise AssertionError(f"{needle!r} never arrived; got: {''.join(seen)[-3000:]}") from None
             seen.append(html)
             if needle in html:
                 return "".join(seen)
@@ -103,7 +107,7 @@ async def _cookie_for(user: User) -> str:
     return await database_sync_to_async(login)()
 
 
-@pytest.fixture
+@pytest_asyncio.fixture
 async def open_tab() -> AsyncIterator[Callable[..., Any]]:
     """open_tab(user, session, after=0) -> (connected, Tab)."""
     from agentweb.asgi import application

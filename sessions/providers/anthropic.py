@@ -23,17 +23,21 @@ class AnthropicProvider(Provider):
     ) -> None:
         self.model = model
         self.max_tokens = max_tokens
-        self.client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, max_retries=max_retries
-        )
+        self.client_options: dict[str, Any] = {
+            "api_key": api_key,
+            "base_url": base_url,
+            "max_retries": max_retries,
+        }
 
     async def stream(
         self, messages: list[dict[str, Any]], *, system: str | None = None
     ) -> AsyncIterator[ProviderEvent]:
         extra: dict[str, Any] = {"system": system} if system else {}
         stopped = False
+        # A client per call: its connections close with the call, cancelled or not.
+        client = anthropic.AsyncAnthropic(**self.client_options)
         try:
-            async with self.client.messages.stream(
+            async with client.messages.stream(
                 model=self.model, max_tokens=self.max_tokens, messages=messages, **extra
             ) as stream:
                 async for event in stream:
@@ -54,7 +58,7 @@ class AnthropicProvider(Provider):
         except anthropic.AnthropicError as error:
             raise ProviderError(str(error) or type(error).__name__, kind="api") from error
         finally:
-            await self.client.close()
+            await client.close()
         yield StreamEnd(
             Usage(final.usage.input_tokens, final.usage.output_tokens),
             final.stop_reason or "end_turn",

@@ -19,12 +19,12 @@ TOKEN = re.compile(r"\s*\S+\s*|\s+")
 SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 FOCUS = re.compile(r"^Additional focus:\s*(.+)$", re.MULTILINE)
 CONCRETE = re.compile(
-    r"(?:[\w.-]+/)+[\w.-]+"  # paths
-    r"|\b\w+(?:\.\w+)+\(\)?"  # dotted names, calls
+    r"https?://[^\s)>\]]+[^\s)>\].,;:]"  # URLs
+    r"|(?:[\w.-]+/)+[\w-]+(?:\.[\w-]+)*"  # paths
+    r"|\b[A-Za-z_]\w*(?:\.\w+)*\(\)"  # calls
     r"|\b[a-z]+_[a-z_0-9]+\b"  # snake_case identifiers
     r"|\b[a-z]+[A-Z]\w*\b"  # camelCase identifiers
-    r"|https?://\S+"
-    r"|\b\d+(?:\.\d+)?\s?(?:ms|s|MB|GB|KB|%|px|tokens?)\b"
+    r"|\b\d+(?:\.\d+)?\s?(?:ms|s|MB|GB|KB|%|px|tokens?)\b"  # numbers with units
     r"|`[^`\n]+`"
 )
 CONSTRAINT_WORDS = ("must", "should", "don't", "do not", "never", "always", "prefer", "avoid", "only")

@@ -1,0 +1,116 @@
+"""Providers: Claude through the real SDK against the fake server, and the offline model."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from sessions.providers import ProviderError, StreamEnd, TextDelta, get_provider
+from sessions.providers.anthropic import AnthropicProvider
+from sessions.providers.local import LocalProvider, respond
+
+from .conftest import FAKE_MODEL
+from .fake_anthropic import Reply
+
+MESSAGES = [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+
+
+def anthropic_provider(fake) -> AnthropicProvider:
+    return AnthropicProvider(model=FAKE_MODEL, api_key="test-key", base_url=fake.url, max_retries=0)
+
+
+async def collect(provider, messages=MESSAGES):
+    return [event async for event in provider.stream(messages)]
+
+
+@pytest.mark.asyncio
+async def test_claude_streams_text_deltas_then_usage(fake_anthropic):
+    fake_anthropic.enqueue(Reply.text("Hello there world"))
+    events = await collect(anthropic_provider(fake_anthropic))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Hello there world"
+    assert events[-1] == StreamEnd(events[-1].usage, "end_turn")
+    assert events[-1].usage.input_tokens == 42
+    request = fake_anthropic.requests[-1]
+    assert request["path"] == "/v1/messages"
+    assert request["json"]["model"] == FAKE_MODEL
+    assert request["json"]["stream"] is True
+    assert request["json"]["messages"] == MESSAGES
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind", "words"),
+    [
+        (Reply(mode="status", status=429, error_type="rate_limit_error"), "rate_limited", "rate limited"),
+        (Reply(mode="status", status=529, error_type="overloaded_error"), "overloaded", "overloaded"),
+        (Reply(mode="error_event", error_type="overloaded_error"), "overloaded", "overloaded"),
+        (Reply(mode="drop"), "network", "network connection lost"),
+        (Reply(mode="no_stop"), "network", "ended before"),
+        (Reply(mode="status", status=401, error_type="authentication_error"), "auth", "ANTHROPIC_API_KEY"),
+        (Reply(mode="status", status=400, error_type="invalid_request_error"), "api", "API error 400"),
+    ],
+)
+@pytest.mark.asyncio
+async def test_each_failure_becomes_one_provider_error_with_a_reason(fake_anthropic, reply, kind, words):
+    fake_anthropic.enqueue(reply)
+    with pytest.raises(ProviderError) as caught:
+        await collect(anthropic_provider(fake_anthropic))
+    assert caught.value.kind == kind
+    assert words in caught.value.reason
+
+
+@pytest.mark.asyncio
+async def test_an_unreachable_api_is_a_network_error():
+    provider = AnthropicProvider(model=FAKE_MODEL, api_key="k", base_url="http://127.0.0.1:9", max_retries=0)
+    with pytest.raises(ProviderError) as caught:
+        await collect(provider)
+    assert caught.value.kind == "network"
+
+
+@pytest.mark.asyncio
+async def test_cancelling_the_consumer_closes_the_connection_the_server_sees(fake_anthropic):
+    fake_anthropic.enqueue(Reply.slow(tokens=500, delay=0.02))
+    provider = anthropic_provider(fake_anthropic)
+    first_token = asyncio.Event()
+
+    async def consume():
+        async for event in provider.stream(MESSAGES):
+            if isinstance(event, TextDelta):
+                first_token.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(first_token.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await asyncio.to_thread(fake_anthropic.wait_for_disconnect, 5)
+    assert fake_anthropic.completed == 0
+
+
+def test_the_default_model_is_offline_without_a_key(settings):
+    settings.AGENTWEB_MODEL = "local"
+    assert isinstance(get_provider("local"), LocalProvider)
+
+
+@pytest.mark.asyncio
+async def test_the_offline_model_streams_deterministically_in_many_tokens():
+    first = await collect(LocalProvider(token_delay=0))
+    second = await collect(LocalProvider(token_delay=0))
+    assert first == second
+    deltas = [e for e in first if isinstance(e, TextDelta)]
+    assert len(deltas) > 10
+    assert isinstance(first[-1], StreamEnd) and first[-1].usage.output_tokens > 0
+
+
+def test_the_offline_model_writes_requested_sections_from_the_conversation():
+    history = [
+        {"role": "user", "content": "Build a parser for config/app.toml. It must not use regex."},
+        {"role": "assistant", "content": "Started with parse_config() in src/parser.py."},
+        {"role": "user", "content": "We decided to use tomllib instead."},
+    ]
+    request = {"role": "user", "content": "Write:\n## Goal\n## Key Decisions\n## Critical Context\n## Next Steps"}
+    document = respond([*history, request])
+    assert document.index("## Goal") < document.index("## Key Decisions") < document.index("## Next Steps")
+    assert "Build a parser for config/app.toml" in document
+    assert "decided to use tomllib" in document
+    assert "src/parser.py" in document and "parse_config()" in document
