@@ -1,0 +1,131 @@
+"""Browser tests: the real server (daphne, in its own process) and the system Chromium.
+
+Without Chromium these tests skip and say how to enable them; with
+AGENTWEB_REQUIRE_BROWSER=1 (set by .ci/run) a missing browser is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings as django_settings
+
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # ORM calls beside Playwright's loop
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = os.environ.get("AGENTWEB_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def _browser_missing() -> str | None:
+    if not Path(CHROMIUM).exists():
+        return "Chromium is not installed: install it (Debian: apt-get install chromium) to run the browser tests"
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        return "Playwright is not installed: run make install"
+    return None
+
+
+@pytest.fixture(scope="session")
+def browser_available() -> None:
+    if reason := _browser_missing():
+        if os.environ.get("AGENTWEB_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"{reason} (AGENTWEB_REQUIRE_BROWSER=1 makes this a failure)")
+        pytest.skip(reason)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def server_url(django_db_setup: Any, django_db_blocker: Any, browser_available: None) -> Iterator[str]:
+    """daphne serving agentweb on a free port, on the test database, with the offline model."""
+    port = _free_port()
+    database = django_settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        url = f"sqlite:///{database['NAME']}"
+    else:
+        url = os.environ["DATABASE_URL"].rsplit("/", 1)[0] + "/" + database["NAME"]
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "AGENTWEB_MODEL": "local",
+        "ANTHROPIC_API_KEY": "",
+        "AGENTWEB_LOCAL_TOKEN_DELAY": os.environ.get("AGENTWEB_TEST_TOKEN_DELAY", "0.04"),
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+    }
+    ARTIFACTS.mkdir(exist_ok=True)
+    log = (ARTIFACTS / "daphne.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agentweb.asgi:application"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            if process.poll() is not None:
+                raise RuntimeError("daphne exited; see test-artifacts/daphne.log") from None
+            time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}"
+    process.terminate()
+    process.wait(10)
+
+
+@pytest.fixture(scope="session")
+def browser(browser_available: None) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-dev-shm-usage",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--no-first-run",
+            ],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def signed_in(page: Any, server_url: str, transactional_db: None, django_user_model: Any) -> Any:
+    """A page signed in as a fresh user."""
+    django_user_model.objects.create_user("walker", password="walker-pass-123")
+    page.goto(f"{server_url}/accounts/login/")
+    page.get_by_label("Username").fill("walker")
+    page.get_by_label("Password").fill("walker-pass-123")
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"{server_url}/")
+    return page

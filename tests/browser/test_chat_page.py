@@ -1,0 +1,74 @@
+"""A person chatting with the offline model in a real browser."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_a_person_signs_in_starts_a_session_and_sees_the_streamed_reply_rendered(signed_in, server_url):
+    page = signed_in
+    page.get_by_role("button", name="New session").click()
+    page.wait_for_url(re.compile(r"/sessions/\d+/$"))
+    box = page.get_by_label("Message")
+    box.fill("Hello, please read `src/main.py`")
+    box.press("Enter")
+    expect(box).to_have_value("")
+    streaming = page.locator(".entry--streaming")
+    expect(streaming).to_be_visible()
+    reply = page.locator("#transcript .entry--assistant.status--complete")
+    expect(reply).to_contain_text("offline model", timeout=20_000)
+    expect(reply.locator("code").first).to_be_visible()  # rendered markdown, not raw backticks
+    expect(streaming).to_have_count(0)
+    # It survives a reload: the transcript comes from the database.
+    page.reload()
+    expect(page.locator("#transcript .entry--user")).to_contain_text("Hello, please read")
+
+
+def test_html_in_a_message_is_shown_as_text_and_runs_nothing(signed_in):
+    page = signed_in
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.get_by_role("button", name="New session").click()
+    attack = "<img src=x onerror=alert(1)>"
+    page.get_by_label("Message").fill(attack)
+    page.get_by_label("Message").press("Enter")
+    expect(page.locator("#transcript .entry--user")).to_contain_text(attack)
+    expect(page.locator("#transcript .entry--assistant.status--complete")).to_be_visible(timeout=20_000)
+    assert page.locator("#transcript img").count() == 0
+    page.reload()
+    expect(page.locator("#transcript .entry--user")).to_contain_text(attack)
+    assert page.locator("#transcript img").count() == 0
+    assert dialogs == []
+
+
+def test_shift_enter_makes_a_new_line_and_cancel_stops_a_reply(signed_in):
+    page = signed_in
+    page.get_by_role("button", name="New session").click()
+    box = page.get_by_label("Message")
+    box.fill("line one")
+    box.press("Shift+Enter")
+    box.type("line two")
+    expect(box).to_have_value("line one\nline two")
+    box.press("Enter")
+    cancel = page.get_by_role("button", name="Cancel")
+    expect(cancel).to_be_visible()
+    cancel.click()
+    expect(page.locator("#transcript .entry--assistant.status--aborted")).to_contain_text("Cancelled")
+    expect(cancel).to_have_count(0)
+
+
+def test_typing_a_slash_shows_the_command_menu(signed_in):
+    page = signed_in
+    page.get_by_role("button", name="New session").click()
+    page.get_by_label("Message").fill("/")
+    menu = page.get_by_role("listbox", name="Commands")
+    expect(menu).to_be_visible()
+    expect(menu.get_by_role("option").first).to_contain_text("/handoff [focus instructions]")
+    page.get_by_label("Message").press("Tab")
+    expect(page.get_by_label("Message")).to_have_value("/handoff ")
+    expect(menu).to_be_hidden()
