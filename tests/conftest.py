@@ -22,6 +22,11 @@ from .fake_anthropic import FakeAnthropic
 FAKE_MODEL = "claude-fake-test"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Browser tests last: Playwright's sync API holds an event loop that async tests must not meet."""
+    items.sort(key=lambda item: "/browser/" in str(item.path))
+
+
 @pytest.fixture(scope="session")
 def fake_server() -> Iterator[FakeAnthropic]:
     server = FakeAnthropic().start()

@@ -90,7 +90,7 @@ def server_url(django_db_setup: Any, django_db_blocker: Any, browser_available: 
     process.wait(10)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(browser_available: None) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
