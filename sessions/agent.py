@@ -232,7 +232,15 @@ class AgentSession:
             result = HandoffResult(document=document, report=report, reply=reply)
             if await database_sync_to_async(_wants_review)(self.session):
                 return result
-            result.new_session = await self.switch(reply, document)
+            try:
+                result.new_session = await self.switch(reply, document)
+            except Exception as exc:  # nothing was created (B6); say so and keep a record (B13)
+                log.exception("handoff switch failed in session %s", self.session_id)
+                reason = str(exc) or type(exc).__name__
+                await database_sync_to_async(store.append_custom)(
+                    self.session, "handoff_failed", f"Handoff failed: {reason}"
+                )
+                raise HandoffFailed(reason) from exc
             return result
         finally:
             self._handoff_aborted = None

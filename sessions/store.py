@@ -107,6 +107,13 @@ def append_custom_message(
     )
 
 
+def append_custom(session: ChatSession, custom_type: str, text: str) -> Entry:
+    """A `custom` entry: shown in the transcript, never sent to the model."""
+    return _append(
+        session, kind=Entry.Kind.CUSTOM, custom_type=custom_type, content=[{"type": "text", "text": text}]
+    )
+
+
 def _append(session: ChatSession, **fields: Any) -> Entry:
     """Add an entry under the current leaf and make it the leaf, atomically."""
     with transaction.atomic():

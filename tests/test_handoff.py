@@ -1,0 +1,250 @@
+"""/handoff end to end over the WebSocket, against the fake Anthropic server (SPEC §2, B1–B14)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+from django.db.models.signals import post_save
+
+from sessions import handoff, runtime, store
+from sessions.agent import AgentSession, HandoffCancelled
+from sessions.models import ChatSession, Entry, PendingPrompt, Preferences
+
+from .conftest import db_async, make_session
+from .fake_anthropic import Reply
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
+
+DOCUMENT = "\n\n".join(f"## {section}\n{section} details." for section in handoff.SECTIONS)
+
+
+def document_reply(text: str = DOCUMENT, delay: float = 0.0) -> Reply:
+    reply = Reply.text(text, delay=delay)
+    return reply
+
+
+async def session_count() -> int:
+    return await db_async(ChatSession.objects.count)()
+
+
+async def entries_of(session_id: int) -> list[Entry]:
+    return await db_async(lambda: list(Entry.objects.filter(session_id=session_id).order_by("id")))()
+
+
+def redirected_session(html: str) -> int:
+    match = re.search(r'data-url="/sessions/(\d+)/"', html)
+    assert match, html[-2000:]
+    return int(match.group(1))
+
+
+async def test_with_fewer_than_two_messages_there_is_nothing_to_hand_off(owner, fake_anthropic, open_tab):
+    session = await db_async(make_session)(owner)
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="/handoff")
+    await tab.until("Nothing to hand off (no messages yet)")
+    assert fake_anthropic.requests == []
+    assert await session_count() == 1
+    assert await entries_of(session.pk) == []
+
+
+async def test_the_session_layer_raises_on_the_same_guard(owner, fake_anthropic):
+    session = await db_async(make_session)(owner)
+    await db_async(store.append_message)(session, "user", [{"type": "text", "text": "only one"}])
+    with pytest.raises(handoff.NothingToHandOff):
+        await AgentSession(session).handoff()
+
+
+async def test_a_handoff_switches_to_a_new_session_seeded_with_the_document_only(
+    owner, fake_anthropic, open_tab
+):
+    fake_anthropic.enqueue(document_reply(), Reply.text("Continuing from the handoff."))
+    old = await db_async(make_session)(owner, exchanges=2)
+    _, tab = await open_tab(owner, old)
+    await tab.send(message="/handoff the database work")
+    html = await tab.until("data-url=")
+    assert "New session started with handoff context" in html
+    new_id = redirected_session(html)
+    await runtime.wait_idle()
+
+    # The prompt went out through the normal path, after the old transcript, with the focus.
+    sent = fake_anthropic.requests[0]["json"]["messages"]
+    assert sent[0]["content"][0]["text"] == "question 0"
+    assert sent[-1]["content"][-1]["text"] == handoff.build_prompt("the database work")
+
+    # Old session: the prompt and the document stay as ordinary messages (H12).
+    old_entries = await entries_of(old.pk)
+    prompt, reply = old_entries[-2:]
+    assert (prompt.kind, prompt.role, prompt.data["purpose"]) == ("message", "user", "handoff")
+    assert (reply.kind, reply.role, reply.text, reply.status) == ("message", "assistant", DOCUMENT, "complete")
+
+    # New session: lineage and exactly one custom_message (H9, H13, B3).
+    new = await db_async(ChatSession.objects.get)(pk=new_id)
+    assert (new.parent_session_id, new.handed_off_from_id, new.owner_id) == (old.pk, reply.pk, owner.pk)
+    [seed] = await entries_of(new_id)
+    assert (seed.kind, seed.custom_type, seed.display) == ("custom_message", "handoff", True)
+    assert seed.text == handoff.wrap(DOCUMENT)
+    assert seed.data["warnings"] == []
+    assert not new.generation_id and not (await db_async(ChatSession.objects.get)(pk=old.pk)).generation_id
+
+    # The next prompt in the new session carries the handoff message, not the old transcript (H10).
+    _, new_tab = await open_tab(owner, new, after=seed.pk)
+    await new_tab.send(message="go on")
+    await new_tab.until("Continuing from the handoff.")
+    assert fake_anthropic.requests[1]["json"]["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": handoff.wrap(DOCUMENT)}, {"type": "text", "text": "go on"}]}
+    ]
+
+
+async def test_cancel_closes_the_model_connection_and_creates_nothing(owner, fake_anthropic, open_tab):
+    fake_anthropic.enqueue(Reply.slow(tokens=400, delay=0.02))
+    old = await db_async(make_session)(owner, exchanges=1)
+    _, tab = await open_tab(owner, old)
+    await tab.send(message="/handoff")
+    await tab.until("Generating handoff")
+    await tab.until("token2 ")
+    await tab.send(action="cancel")
+    await tab.until("Handoff cancelled")
+    assert await asyncio.to_thread(fake_anthropic.wait_for_disconnect, 5)
+    await runtime.wait_idle()
+    assert await session_count() == 1
+    reply = (await entries_of(old.pk))[-1]
+    assert reply.status == Entry.Status.ABORTED and reply.text.startswith("token0 token1 token2")
+
+
+async def test_a_generic_abort_during_a_handoff_never_leaks_the_partial_document(owner, fake_anthropic):
+    """The reference agent switched with a partial document when its generic abort fired."""
+    fake_anthropic.enqueue(Reply.slow(tokens=400, delay=0.02))
+    old = await db_async(make_session)(owner, exchanges=1)
+    streaming = asyncio.Event()
+
+    async def listener(event):
+        if event.type == "message_update":
+            streaming.set()
+
+    agent = AgentSession(old, listener=listener)
+    await agent.load()
+    task = asyncio.create_task(agent.handoff())
+    await asyncio.wait_for(streaming.wait(), 5)
+    assert agent.is_generating_handoff
+    agent.abort()  # the generic prompt abort, not abort_handoff()
+    with pytest.raises(HandoffCancelled):
+        await task
+    assert not agent.is_generating_handoff  # cleared in every outcome (H11)
+    assert agent.session.pk == old.pk
+    assert await session_count() == 1
+    assert await asyncio.to_thread(fake_anthropic.wait_for_disconnect, 5)
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        (Reply(mode="status", status=429, error_type="rate_limit_error"), "rate limited"),
+        (Reply(mode="status", status=529, error_type="overloaded_error"), "overloaded"),
+        (Reply(mode="error_event", error_type="overloaded_error"), "overloaded"),
+        (Reply(mode="error_event", error_type="api_error"), "API error: fake mid-stream error"),
+        (Reply(mode="drop"), "network connection lost"),
+        (Reply(mode="no_stop"), "network connection lost"),
+        (Reply(mode="empty"), "the model returned no text"),
+    ],
+)
+async def test_a_failure_names_its_reason_is_recorded_and_creates_nothing(
+    owner, fake_anthropic, open_tab, reply, reason
+):
+    fake_anthropic.enqueue(reply)
+    old = await db_async(make_session)(owner, exchanges=1)
+    _, tab = await open_tab(owner, old)
+    await tab.send(message="/handoff")
+    html = await tab.until("Handoff failed:")
+    assert re.search(r"Handoff failed: [^<]*" + re.escape(reason), html), html[-1500:]
+    await runtime.wait_idle()
+    assert await session_count() == 1
+    recorded = (await entries_of(old.pk))[-1]
+    assert recorded.status == Entry.Status.FAILED and reason in recorded.error
+
+
+async def test_a_second_handoff_while_one_runs_is_refused(owner, fake_anthropic, open_tab):
+    fake_anthropic.enqueue(Reply.slow(tokens=100, delay=0.02))
+    old = await db_async(make_session)(owner, exchanges=1)
+    _, tab = await open_tab(owner, old)
+    await tab.send(message="/handoff")
+    await tab.until("token1 ")
+    await tab.send(message="/handoff again")
+    await tab.until("already running")
+    await tab.send(action="cancel")
+    await tab.until("Handoff cancelled")
+    assert len(fake_anthropic.requests) == 1
+
+
+async def test_a_prompt_queued_during_the_handoff_is_delivered_in_the_new_session(
+    owner, fake_anthropic, open_tab
+):
+    fake_anthropic.enqueue(document_reply(delay=0.03), Reply.text("Answer in the new session."))
+    old = await db_async(make_session)(owner, exchanges=1)
+    _, tab = await open_tab(owner, old)
+    await tab.send(message="/handoff")
+    await tab.until("Goal")
+    await tab.send(message="and then fix the tests")
+    await tab.until("Queued")
+    new_id = redirected_session(await tab.until("data-url="))
+    await runtime.wait_idle()
+    seed, question, answer = await entries_of(new_id)
+    assert seed.custom_type == "handoff"
+    assert (question.text, answer.text) == ("and then fix the tests", "Answer in the new session.")
+    assert fake_anthropic.requests[1]["json"]["messages"][0]["content"][0]["text"] == handoff.wrap(DOCUMENT)
+    assert "question 0" not in str(fake_anthropic.requests[1]["json"])
+    assert await db_async(PendingPrompt.objects.count)() == 0
+
+
+async def test_missing_sections_are_reported_and_the_switch_still_happens(owner, fake_anthropic, open_tab):
+    fake_anthropic.enqueue(document_reply("## Goal\nShip it.\n\n## Progress\n"))
+    old = await db_async(make_session)(owner, exchanges=1)
+    _, tab = await open_tab(owner, old)
+    await tab.send(message="/handoff")
+    new_id = redirected_session(await tab.until("data-url="))
+    [seed] = await entries_of(new_id)
+    assert "Empty section: Progress" in seed.data["warnings"]
+    assert "Missing section: Next Steps" in seed.data["warnings"]
+
+
+async def test_an_error_inside_the_switch_leaves_no_new_session(owner, fake_anthropic, open_tab):
+    def fail_on_handoff_entry(sender, instance, created, **kwargs):
+        if created and instance.custom_type == "handoff":
+            raise RuntimeError("disk full")
+
+    fake_anthropic.enqueue(document_reply())
+    old = await db_async(make_session)(owner, exchanges=1)
+    post_save.connect(fail_on_handoff_entry, sender=Entry)
+    try:
+        _, tab = await open_tab(owner, old)
+        await tab.send(message="/handoff")
+        html = await tab.until("Handoff failed:")
+        assert "disk full" in html
+    finally:
+        post_save.disconnect(fail_on_handoff_entry, sender=Entry)
+    await runtime.wait_idle()
+    assert await session_count() == 1
+    old_now = await db_async(ChatSession.objects.get)(pk=old.pk)
+    assert not old_now.generation_id  # the old session is usable again
+    *_, prompt, reply, record = await entries_of(old.pk)
+    assert (prompt.data["purpose"], reply.data["purpose"]) == ("handoff", "handoff")
+    assert (record.kind, record.custom_type, record.text) == ("custom", "handoff_failed", "Handoff failed: disk full")
+
+
+async def test_with_review_on_the_user_edits_the_document_before_the_switch(owner, fake_anthropic, open_tab):
+    await db_async(Preferences.objects.create)(user=owner, review_handoff=True)
+    fake_anthropic.enqueue(document_reply())
+    old = await db_async(make_session)(owner, exchanges=1)
+    _, tab = await open_tab(owner, old)
+    await tab.send(message="/handoff")
+    html = await tab.until("Review the handoff document")
+    await runtime.wait_idle()
+    assert await session_count() == 1
+    reply_id = int(re.search(r'name="entry" value="(\d+)"', html).group(1))
+    await tab.send(action="handoff_confirm", entry=str(reply_id), document="## Goal\nEdited by hand.")
+    new_id = redirected_session(await tab.until("data-url="))
+    [seed] = await entries_of(new_id)
+    assert seed.text == handoff.wrap("## Goal\nEdited by hand.")
+    new = await db_async(ChatSession.objects.get)(pk=new_id)
+    assert (new.parent_session_id, new.handed_off_from_id) == (old.pk, reply_id)
