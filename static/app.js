@@ -21,8 +21,11 @@
       if (event.key === "ArrowDown" || event.key === "ArrowUp") {
         event.preventDefault(); moveSelection(event.key === "ArrowDown" ? 1 : -1); return;
       }
-      if (event.key === "Tab" || (event.key === "Enter" && !event.shiftKey && selected())) {
-        event.preventDefault(); complete(selected() || visibleItems()[0]); return;
+      const choice = selected() || visibleItems()[0];
+      // Enter completes a partly typed name; a fully typed command is sent as it is.
+      const typedWhole = choice && box.value.trim() === "/" + choice.dataset.name;
+      if (choice && (event.key === "Tab" || (event.key === "Enter" && !event.shiftKey && !typedWhole))) {
+        event.preventDefault(); complete(choice); return;
       }
     }
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {

@@ -1,0 +1,75 @@
+"""/handoff in a real browser with the offline model: cancel by button and by Escape, then switch."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth.models import User
+from playwright.sync_api import expect
+
+from sessions.models import ChatSession
+
+from ..conftest import make_session
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def conversation(signed_in, server_url):
+    """The signed-in person's session with a little history, open in the page."""
+    session = make_session(User.objects.get(username="walker"), model="local", exchanges=2)
+    signed_in.goto(f"{server_url}{session.get_absolute_url()}")
+    return session
+
+
+def start_handoff(page, text="/handoff"):
+    box = page.get_by_label("Message")
+    box.fill(text)
+    box.press("Enter")
+    expect(box).to_have_value("")
+    expect(page.locator("#status")).to_contain_text("Generating handoff…")
+    expect(page.locator("#live-text")).not_to_be_empty()
+
+
+@pytest.mark.parametrize("how", ["button", "escape"])
+def test_cancelling_a_handoff_keeps_the_person_in_the_old_session(signed_in, conversation, how):
+    page = signed_in
+    start_handoff(page)
+    if how == "button":
+        page.get_by_role("button", name="Cancel").click()
+    else:
+        page.keyboard.press("Escape")
+    expect(page.locator("#notices")).to_contain_text("Handoff cancelled")
+    expect(page.get_by_role("button", name="Cancel")).to_have_count(0)
+    expect(page.locator("#transcript .status--aborted")).to_contain_text("not handed off")
+    assert page.url.endswith(conversation.get_absolute_url())
+    assert ChatSession.objects.count() == 1
+
+
+def test_a_handoff_lands_on_the_new_session_and_lineage_links_work_both_ways(
+    signed_in, conversation, server_url
+):
+    page = signed_in
+    start_handoff(page, "/handoff keep the tests green")
+    page.wait_for_url(re.compile(r"/sessions/(?!%d/)\d+/$" % conversation.pk), timeout=30_000)
+    new = ChatSession.objects.get(parent_session=conversation)
+    assert page.url.endswith(new.get_absolute_url())
+    handoff_message = page.locator("#transcript .entry--handoff")
+    expect(handoff_message).to_contain_text("New session started with handoff context")
+    expect(handoff_message).to_contain_text("Goal")
+    expect(handoff_message).to_contain_text("Focus: keep the tests green")
+    expect(page.locator("#status")).to_contain_text("before handoff")
+
+    page.get_by_role("link", name="Side by side").click()
+    columns = page.locator(".compare-column")
+    expect(columns).to_have_count(2)
+    expect(columns.nth(0)).to_contain_text("question 0")
+    expect(columns.nth(1)).to_contain_text("New session started with handoff context")
+
+    page.go_back()
+    page.get_by_role("link", name=re.compile(r"\(#%d\)" % conversation.pk)).click()
+    page.wait_for_url(f"{server_url}{conversation.get_absolute_url()}")
+    expect(page.locator("#lineage")).to_contain_text("Continued in")
+    page.get_by_role("link", name=re.compile(r"\(#%d\)" % new.pk)).click()
+    page.wait_for_url(f"{server_url}{new.get_absolute_url()}")

@@ -1,0 +1,138 @@
+"""Pages: sign-in, the session list, a session, lineage links, side by side, preferences."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from sessions import handoff, store
+from sessions.models import ChatSession, Preferences
+
+from .conftest import make_session
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def client_of(client):
+    def sign_in(user):
+        client.force_login(user)
+        return client
+
+    return sign_in
+
+
+def handed_off(owner, *, warnings=()):
+    old = make_session(owner, exchanges=2)
+    old.context_tokens = 12_345
+    old.save()
+    reply = store.get_branch(old)[-1]
+    new = store.hand_off(
+        old,
+        from_entry=reply,
+        content=handoff.wrap("## Goal\nShip it."),
+        data={"warnings": list(warnings), "context_tokens_before": 12_345, "context_tokens_after": 40},
+    )
+    return old, new
+
+
+@pytest.mark.parametrize("url", ["/", "/sessions/1/", "/sessions/1/compare/2/", "/preferences/"])
+def test_every_page_requires_sign_in(client, url):
+    response = client.get(url)
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/")
+
+
+def test_the_login_page_has_the_fields_outside_tools_use(client):
+    html = client.get("/accounts/login/").content.decode()
+    assert 'name="username"' in html and 'name="password"' in html
+
+
+def test_the_list_shows_only_my_sessions_newest_first(client_of, owner, other_user):
+    mine_old = make_session(owner)
+    store.append_message(mine_old, "user", [{"type": "text", "text": "older work"}])
+    mine_new = make_session(owner)
+    store.append_message(mine_new, "user", [{"type": "text", "text": "newer work"}])
+    theirs = make_session(other_user)
+    store.append_message(theirs, "user", [{"type": "text", "text": "secret work"}])
+    html = client_of(owner).get("/").content.decode()
+    assert "New session" in html
+    assert html.index("newer work") < html.index("older work")
+    assert "secret work" not in html
+
+
+def test_new_session_creates_one_with_the_configured_model(client_of, owner, settings):
+    settings.AGENTWEB_MODEL = "local"
+    response = client_of(owner).post(reverse("chat:new"))
+    session = ChatSession.objects.get(owner=owner)
+    assert response["Location"] == f"/sessions/{session.pk}/"
+    assert session.model == "local"
+
+
+def test_a_session_page_has_the_transcript_box_and_status(client_of, owner):
+    session = make_session(owner, model="local", exchanges=1)
+    html = client_of(owner).get(session.get_absolute_url()).content.decode()
+    assert '<label for="message">Message</label>' in html
+    assert f'ws-connect="/ws/sessions/{session.pk}/?after=' in html
+    assert "question 0" in html and "answer 0" in html
+    assert "Offline model (local)" in html
+    assert "/handoff" in html and "[focus instructions]" in html
+
+
+def test_another_users_session_and_compare_are_not_found(client_of, owner, other_user):
+    old, new = handed_off(other_user)
+    client = client_of(owner)
+    assert client.get(old.get_absolute_url()).status_code == 404
+    assert client.get(reverse("chat:compare", args=[old.pk, new.pk])).status_code == 404
+
+
+def test_lineage_links_both_ways_with_side_by_side(client_of, owner):
+    old, new = handed_off(owner)
+    client = client_of(owner)
+    new_html = client.get(new.get_absolute_url()).content.decode()
+    assert "Handed off from" in new_html and f'href="/sessions/{old.pk}/"' in new_html
+    compare_url = reverse("chat:compare", args=[old.pk, new.pk])
+    assert f'href="{compare_url}">Side by side' in new_html
+    old_html = client.get(old.get_absolute_url()).content.decode()
+    assert "Continued in" in old_html and f'href="/sessions/{new.pk}/"' in old_html
+    assert f'href="{compare_url}">Side by side' in old_html
+
+
+def test_the_new_session_shows_the_handoff_message_and_both_context_figures(client_of, owner):
+    _, new = handed_off(owner, warnings=["Missing section: Progress"])
+    html = client_of(owner).get(new.get_absolute_url()).content.decode()
+    assert "New session started with handoff context" in html
+    assert "Ship it." in html
+    assert "Missing section: Progress" in html
+    assert "Context: 40 tokens" in html and "was 12345 before handoff" in html
+
+
+def test_side_by_side_shows_the_older_session_on_the_left(client_of, owner):
+    old, new = handed_off(owner)
+    html = client_of(owner).get(reverse("chat:compare", args=[new.pk, old.pk])).content.decode()
+    assert html.index(f"(#{old.pk})") < html.index(f"(#{new.pk})")
+    assert "question 0" in html and "Ship it." in html
+
+
+def test_the_review_preference_is_saved(client_of, owner):
+    client = client_of(owner)
+    assert client.get("/preferences/").status_code == 200
+    client.post("/preferences/", {"review_handoff": "on"})
+    assert Preferences.objects.get(user=owner).review_handoff is True
+
+
+def test_first_run_creates_an_account_and_says_how_to_sign_in(tmp_path, monkeypatch):
+    from io import StringIO
+
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+
+    from sessions.management.commands import first_run
+
+    monkeypatch.setattr(first_run, "CREDENTIALS", tmp_path / "credentials")
+    out = StringIO()
+    call_command("first_run", url="http://127.0.0.1:8000/", stdout=out)
+    password = (tmp_path / "credentials").read_text().split("\n")[1]
+    assert "http://127.0.0.1:8000/accounts/login/" in out.getvalue()
+    assert f"'{password}'" in out.getvalue()
+    assert User.objects.get(username="admin").check_password(password)
