@@ -150,13 +150,17 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "loggers": {"sessions": {"handlers": ["console"], "level": env_str("AGENTWEB_LOG_LEVEL", "INFO")}},
+    "loggers": {
+        "sessions": {"handlers": ["console"], "level": env_str("AGENTWEB_LOG_LEVEL", "INFO")}
+    },
 }
 
 # --- agentweb -------------------------------------------------------------
 ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL") or None
-AGENTWEB_MODEL = env_str("AGENTWEB_MODEL") or ("claude-sonnet-4-5" if ANTHROPIC_API_KEY else "local")
+AGENTWEB_MODEL = env_str("AGENTWEB_MODEL") or (
+    "claude-sonnet-4-5" if ANTHROPIC_API_KEY else "local"
+)
 AGENTWEB_MAX_TOKENS = int(env_str("AGENTWEB_MAX_TOKENS", "8192"))
 # The SDK retries 429/529/connection errors itself; 0 turns that off.
 AGENTWEB_MAX_RETRIES = int(env_str("AGENTWEB_MAX_RETRIES", "2"))

@@ -57,7 +57,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
         try:
             frame = parse_frame(text_data)
         except FrameError as error:
-            await self.send(text_data=partials.notice(error.reason, "error") + _give_back(error.text))
+            await self.send(
+                text_data=partials.notice(error.reason, "error") + _give_back(error.text)
+            )
             return
         if frame.action == "cancel":
             if not await runtime.cancel(self.session.pk):
@@ -84,7 +86,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
             notice = partials.notice("Queued: it will be sent when the current reply ends.")
             html = await database_sync_to_async(runtime.status_html)(self.session.pk)
             await self.send(text_data=notice)
-            await self.channel_layer.group_send(self.group, {"type": "session.update", "html": html})
+            await self.channel_layer.group_send(
+                self.group, {"type": "session.update", "html": html}
+            )
 
     async def confirm_handoff(self, frame: Frame) -> None:
         result = await runtime.confirm_handoff(self.session, frame.entry or 0, frame.document)
@@ -113,7 +117,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=event["html"])
 
     async def generation_snapshot(self, event: dict[str, Any]) -> None:
-        if event["session"] != self.session.pk or (event["gen"] == self.gen and event["seq"] <= self.seq):
+        if event["session"] != self.session.pk or (
+            event["gen"] == self.gen and event["seq"] <= self.seq
+        ):
             return
         self.gen, self.seq = event["gen"], event["seq"]
         self.awaiting_snapshot_since = 0.0

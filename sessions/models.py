@@ -61,8 +61,10 @@ class ChatSession(models.Model):
     @property
     def is_generating(self) -> bool:
         """A live claim: some process is generating and renewing its lease."""
-        return bool(self.generation_id) and self.generation_lease_until is not None and (
-            self.generation_lease_until > timezone.now()
+        return (
+            bool(self.generation_id)
+            and self.generation_lease_until is not None
+            and (self.generation_lease_until > timezone.now())
         )
 
     @property
@@ -195,7 +197,9 @@ class PromptTemplate(models.Model):
     body = models.TextField(help_text="`$ARGUMENTS` is replaced by the text after the name.")
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="unique_template_name")]
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "name"], name="unique_template_name")
+        ]
 
     def __str__(self) -> str:
         return f"/{self.name}"

@@ -24,7 +24,9 @@ def entry(entry: Entry) -> str:
 
 def live(text: str | None, purpose: str = "") -> str:
     """The streaming reply so far (None: nothing streams)."""
-    return render_to_string(f"{PAGE}#live", {"live_text": text, "live_purpose": purpose, "oob": True})
+    return render_to_string(
+        f"{PAGE}#live", {"live_text": text, "live_purpose": purpose, "oob": True}
+    )
 
 
 def delta(text: str) -> str:
@@ -72,7 +74,9 @@ def redirect(url: str) -> str:
 
 
 def lineage(session: ChatSession, children: list[ChatSession]) -> str:
-    return render_to_string(f"{PAGE}#lineage", {"session": session, "children": children, "oob": True})
+    return render_to_string(
+        f"{PAGE}#lineage", {"session": session, "children": children, "oob": True}
+    )
 
 
 def composer_text(text: str) -> str:

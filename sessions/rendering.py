@@ -39,9 +39,9 @@ def _highlight(code: str, lang: str, _attrs: str) -> str:
 
 @lru_cache(maxsize=1)
 def _markdown() -> MarkdownIt:
-    return MarkdownIt("commonmark", {"html": False, "linkify": False, "highlight": _highlight}).enable(
-        ["table", "strikethrough"]
-    )
+    return MarkdownIt(
+        "commonmark", {"html": False, "linkify": False, "highlight": _highlight}
+    ).enable(["table", "strikethrough"])
 
 
 def render_markdown(text: str) -> str:

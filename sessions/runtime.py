@@ -286,7 +286,11 @@ async def confirm_handoff(session: ChatSession, reply_id: int, document: str) ->
 async def cancel(session_id: int) -> bool:
     """Ask the job running this session's generation, in whatever process, to stop."""
     channel = await database_sync_to_async(
-        lambda: ChatSession.objects.filter(pk=session_id).values_list("generation_channel", flat=True).first()
+        lambda: (
+            ChatSession.objects.filter(pk=session_id)
+            .values_list("generation_channel", flat=True)
+            .first()
+        )
     )()
     if not channel:
         return False

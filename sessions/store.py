@@ -82,7 +82,9 @@ def append_message(
         ChatSession.objects.filter(pk=session.pk, title="").update(title=title)
         session.title = title
     if input_tokens:
-        ChatSession.objects.filter(pk=session.pk).update(context_tokens=input_tokens + output_tokens)
+        ChatSession.objects.filter(pk=session.pk).update(
+            context_tokens=input_tokens + output_tokens
+        )
         session.context_tokens = input_tokens + output_tokens
     return entry
 
@@ -110,7 +112,10 @@ def append_custom_message(
 def append_custom(session: ChatSession, custom_type: str, text: str) -> Entry:
     """A `custom` entry: shown in the transcript, never sent to the model."""
     return _append(
-        session, kind=Entry.Kind.CUSTOM, custom_type=custom_type, content=[{"type": "text", "text": text}]
+        session,
+        kind=Entry.Kind.CUSTOM,
+        custom_type=custom_type,
+        content=[{"type": "text", "text": text}],
     )
 
 
@@ -118,7 +123,9 @@ def _append(session: ChatSession, **fields: Any) -> Entry:
     """Add an entry under the current leaf and make it the leaf, atomically."""
     with transaction.atomic():
         leaf_id = (
-            ChatSession.objects.select_for_update().values_list("leaf_id", flat=True).get(pk=session.pk)
+            ChatSession.objects.select_for_update()
+            .values_list("leaf_id", flat=True)
+            .get(pk=session.pk)
         )
         entry = Entry.objects.create(session_id=session.pk, parent_id=leaf_id, **fields)
         ChatSession.objects.filter(pk=session.pk).update(leaf=entry, updated_at=timezone.now())
@@ -135,7 +142,10 @@ def build_context(entries: Iterable[Entry]) -> list[LLMMessage]:
     """
     messages: list[LLMMessage] = []
     for entry in entries:
-        if entry.kind == Entry.Kind.MESSAGE and entry.role in (Entry.Role.USER, Entry.Role.ASSISTANT):
+        if entry.kind == Entry.Kind.MESSAGE and entry.role in (
+            Entry.Role.USER,
+            Entry.Role.ASSISTANT,
+        ):
             role = entry.role
         elif entry.kind == Entry.Kind.CUSTOM_MESSAGE:
             role = Entry.Role.USER
@@ -156,7 +166,6 @@ def count_messages(entries: Sequence[Entry]) -> int:
 
 def owned_session(owner: AbstractBaseUser, session_id: int) -> ChatSession | None:
     return ChatSession.objects.filter(pk=session_id, owner=owner).first()
-
 
 
 def add_to_context(messages: list[LLMMessage], role: str, text: str) -> None:
@@ -197,7 +206,9 @@ def hand_off(
         PendingPrompt.objects.filter(session_id=old.pk).update(session_id=new.pk)
         if generation_id:
             _move_claim(old, new, generation_id)
-        ChatSession.objects.filter(pk=new.pk).update(context_tokens=data.get("context_tokens_after", 0))
+        ChatSession.objects.filter(pk=new.pk).update(
+            context_tokens=data.get("context_tokens_after", 0)
+        )
     return new
 
 
@@ -223,4 +234,6 @@ def expand_prompt_template(session: ChatSession, text: str) -> str:
 
 
 def template_names(owner_id: int) -> frozenset[str]:
-    return frozenset(PromptTemplate.objects.filter(owner_id=owner_id).values_list("name", flat=True))
+    return frozenset(
+        PromptTemplate.objects.filter(owner_id=owner_id).values_list("name", flat=True)
+    )

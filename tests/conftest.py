@@ -23,7 +23,7 @@ FAKE_MODEL = "claude-fake-test"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Browser tests last: Playwright's sync API holds an event loop that async tests must not meet."""
+    """Browser tests last: Playwright's sync API holds an event loop async tests must not meet."""
     items.sort(key=lambda item: "/browser/" in str(item.path))
 
 
@@ -94,7 +94,9 @@ class Tab:
                     raise TimeoutError
                 html = await self.receive(timeout=remaining)
             except TimeoutError:
-                raise AssertionError(f"{needle!r} never arrived; got: {''.join(seen)[-3000:]}") from None
+                raise AssertionError(
+                    f"{needle!r} never arrived; got: {''.join(seen)[-3000:]}"
+                ) from None
             seen.append(html)
             if needle in html:
                 return "".join(seen)

@@ -1,4 +1,4 @@
-"""A local HTTP server speaking the Anthropic Messages streaming protocol (SSE over chunked HTTP/1.1).
+"""A local HTTP server speaking the Anthropic Messages streaming protocol (SSE, chunked HTTP/1.1).
 
 The real SDK talks to it over a real socket, so cancellation, dropped
 connections and error events behave as they do against the real API.
@@ -21,7 +21,9 @@ class Reply:
     mode: text | error_event | drop | no_stop | empty | status
     """
 
-    chunks: list[str] = field(default_factory=lambda: ["Hello", " from", " the", " fake", " model."])
+    chunks: list[str] = field(
+        default_factory=lambda: ["Hello", " from", " the", " fake", " model."]
+    )
     mode: str = "text"
     delay: float = 0.0
     status: int = 200
@@ -101,21 +103,37 @@ class FakeAnthropic:
         finally:
             writer.close()
 
-    async def _one_request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _one_request(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         """Serve one request, then close: every reply says `connection: close`."""
         head = await reader.readuntil(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
-        headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)}
+        headers = {
+            k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)
+        }
         body = await reader.readexactly(int(headers.get("content-length", "0")))
         with self._changed:
-            self.requests.append({"path": lines[0].split(" ")[1], "headers": headers, "json": json.loads(body or b"{}")})
+            self.requests.append(
+                {
+                    "path": lines[0].split(" ")[1],
+                    "headers": headers,
+                    "json": json.loads(body or b"{}"),
+                }
+            )
             self._changed.notify_all()
             reply = self.replies.popleft() if self.replies else Reply()
         if reply.mode == "status":
-            payload = json.dumps({"type": "error", "error": {"type": reply.error_type, "message": f"fake {reply.error_type}"}}).encode()
+            payload = json.dumps(
+                {
+                    "type": "error",
+                    "error": {"type": reply.error_type, "message": f"fake {reply.error_type}"},
+                }
+            ).encode()
             writer.write(
                 f"HTTP/1.1 {reply.status} Error\r\ncontent-type: application/json\r\n"
-                f"content-length: {len(payload)}\r\nconnection: close\r\n\r\n".encode() + payload
+                f"content-length: {len(payload)}\r\nconnection: close\r\n\r\n".encode()
+                + payload
             )
             await writer.drain()
             self._note(completed=1)
@@ -159,18 +177,53 @@ def _events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:
     events: list[tuple[str, dict[str, Any]]] = [("message_start", start)]
     chunks = [] if reply.mode == "empty" else reply.chunks
     if chunks:
-        events.append(("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))
+        events.append(
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            )
+        )
     for i, text in enumerate(chunks):
         if reply.mode in ("error_event", "drop") and i == max(1, len(chunks) // 2):
             if reply.mode == "drop":
                 events.append(("__drop__", {}))
             else:
-                events.append(("error", {"type": "error", "error": {"type": reply.error_type, "message": "fake mid-stream error"}}))
+                events.append(
+                    (
+                        "error",
+                        {
+                            "type": "error",
+                            "error": {"type": reply.error_type, "message": "fake mid-stream error"},
+                        },
+                    )
+                )
             return events
-        events.append(("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}))
+        events.append(
+            (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": text},
+                },
+            )
+        )
     if chunks:
         events.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
-    events.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": reply.output_tokens}}))
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": reply.output_tokens},
+            },
+        )
+    )
     if reply.mode != "no_stop":
         events.append(("message_stop", {"type": "message_stop"}))
     return events

@@ -25,13 +25,17 @@ async def test_a_prompt_streams_deltas_and_persists_the_reply(owner, fake_anthro
     connected, tab = await open_tab(owner, session)
     assert connected
     await tab.send(message="Hi there")
-    html = await tab.until('entry--assistant status--')
+    html = await tab.until("entry--assistant status--")
     assert 'id="live-text" hx-swap-oob="beforeend"' in html  # deltas
     assert "<strong>fake</strong>" in html  # the final message is rendered markdown
     await runtime.wait_idle()
     user, reply = await entries(session)
     assert (user.role, user.text) == ("user", "Hi there")
-    assert (reply.role, reply.text, reply.status) == ("assistant", "Hello from the **fake** model", "complete")
+    assert (reply.role, reply.text, reply.status) == (
+        "assistant",
+        "Hello from the **fake** model",
+        "complete",
+    )
     assert reply.parent_id == user.pk
     await db_async(session.refresh_from_db)()
     assert session.leaf_id == reply.pk
@@ -76,7 +80,11 @@ async def test_a_prompt_sent_while_a_reply_streams_is_queued_and_sent_after_it(
     assert texts[0] == "first" and texts[2] == "second" and texts[3] == "second answer"
     # The follow-up went out after the first reply, with it in the context.
     assert len(fake_anthropic.requests) == 2
-    assert [m["role"] for m in fake_anthropic.requests[1]["json"]["messages"]] == ["user", "assistant", "user"]
+    assert [m["role"] for m in fake_anthropic.requests[1]["json"]["messages"]] == [
+        "user",
+        "assistant",
+        "user",
+    ]
     assert await db_async(PendingPrompt.objects.count)() == 0
 
 
@@ -121,7 +129,7 @@ async def test_an_oversized_message_is_refused_and_given_back(owner, open_tab, s
     text = "x" * 60
     await tab.send(message=text)
     html = await tab.until("Message too long")
-    assert f'id="message"' in html and text in html  # back in the message box
+    assert 'id="message"' in html and text in html  # back in the message box
     assert await entries(session) == []
 
 
@@ -165,7 +173,7 @@ async def test_the_offline_model_answers_without_a_network(owner, open_tab):
     session = await db_async(make_session)(owner, model="local")
     _, tab = await open_tab(owner, session)
     await tab.send(message="Please look at src/app.py")
-    html = await tab.until('entry--assistant status--')
+    html = await tab.until("entry--assistant status--")
     assert "offline model" in html
     assert "src/app.py" in html
     await runtime.wait_idle()

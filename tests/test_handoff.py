@@ -30,7 +30,9 @@ async def session_count() -> int:
 
 
 async def entries_of(session_id: int) -> list[Entry]:
-    return await db_async(lambda: list(Entry.objects.filter(session_id=session_id).order_by("id")))()
+    return await db_async(
+        lambda: list(Entry.objects.filter(session_id=session_id).order_by("id"))
+    )()
 
 
 def redirected_session(html: str) -> int:
@@ -39,7 +41,9 @@ def redirected_session(html: str) -> int:
     return int(match.group(1))
 
 
-async def test_with_fewer_than_two_messages_there_is_nothing_to_hand_off(owner, fake_anthropic, open_tab):
+async def test_with_fewer_than_two_messages_there_is_nothing_to_hand_off(
+    owner, fake_anthropic, open_tab
+):
     session = await db_async(make_session)(owner)
     _, tab = await open_tab(owner, session)
     await tab.send(message="/handoff")
@@ -77,27 +81,47 @@ async def test_a_handoff_switches_to_a_new_session_seeded_with_the_document_only
     old_entries = await entries_of(old.pk)
     prompt, reply = old_entries[-2:]
     assert (prompt.kind, prompt.role, prompt.data["purpose"]) == ("message", "user", "handoff")
-    assert (reply.kind, reply.role, reply.text, reply.status) == ("message", "assistant", DOCUMENT, "complete")
+    assert (reply.kind, reply.role, reply.text, reply.status) == (
+        "message",
+        "assistant",
+        DOCUMENT,
+        "complete",
+    )
 
     # New session: lineage and exactly one custom_message (H9, H13, B3).
     new = await db_async(ChatSession.objects.get)(pk=new_id)
-    assert (new.parent_session_id, new.handed_off_from_id, new.owner_id) == (old.pk, reply.pk, owner.pk)
+    assert (new.parent_session_id, new.handed_off_from_id, new.owner_id) == (
+        old.pk,
+        reply.pk,
+        owner.pk,
+    )
     [seed] = await entries_of(new_id)
     assert (seed.kind, seed.custom_type, seed.display) == ("custom_message", "handoff", True)
     assert seed.text == handoff.wrap(DOCUMENT)
     assert seed.data["warnings"] == []
-    assert not new.generation_id and not (await db_async(ChatSession.objects.get)(pk=old.pk)).generation_id
+    assert (
+        not new.generation_id
+        and not (await db_async(ChatSession.objects.get)(pk=old.pk)).generation_id
+    )
 
     # The next prompt in the new session carries the handoff message, not the old transcript (H10).
     _, new_tab = await open_tab(owner, new, after=seed.pk)
     await new_tab.send(message="go on")
     await new_tab.until("Continuing from the handoff.")
     assert fake_anthropic.requests[1]["json"]["messages"] == [
-        {"role": "user", "content": [{"type": "text", "text": handoff.wrap(DOCUMENT)}, {"type": "text", "text": "go on"}]}
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": handoff.wrap(DOCUMENT)},
+                {"type": "text", "text": "go on"},
+            ],
+        }
     ]
 
 
-async def test_cancel_closes_the_model_connection_and_creates_nothing(owner, fake_anthropic, open_tab):
+async def test_cancel_closes_the_model_connection_and_creates_nothing(
+    owner, fake_anthropic, open_tab
+):
     fake_anthropic.enqueue(Reply.slow(tokens=400, delay=0.02))
     old = await db_async(make_session)(owner, exchanges=1)
     _, tab = await open_tab(owner, old)
@@ -113,7 +137,9 @@ async def test_cancel_closes_the_model_connection_and_creates_nothing(owner, fak
     assert reply.status == Entry.Status.ABORTED and reply.text.startswith("token0 token1 token2")
 
 
-async def test_a_generic_abort_during_a_handoff_never_leaks_the_partial_document(owner, fake_anthropic):
+async def test_a_generic_abort_during_a_handoff_never_leaks_the_partial_document(
+    owner, fake_anthropic
+):
     """The reference agent switched with a partial document when its generic abort fired."""
     fake_anthropic.enqueue(Reply.slow(tokens=400, delay=0.02))
     old = await db_async(make_session)(owner, exchanges=1)
@@ -192,12 +218,16 @@ async def test_a_prompt_queued_during_the_handoff_is_delivered_in_the_new_sessio
     seed, question, answer = await entries_of(new_id)
     assert seed.custom_type == "handoff"
     assert (question.text, answer.text) == ("and then fix the tests", "Answer in the new session.")
-    assert fake_anthropic.requests[1]["json"]["messages"][0]["content"][0]["text"] == handoff.wrap(DOCUMENT)
+    assert fake_anthropic.requests[1]["json"]["messages"][0]["content"][0]["text"] == handoff.wrap(
+        DOCUMENT
+    )
     assert "question 0" not in str(fake_anthropic.requests[1]["json"])
     assert await db_async(PendingPrompt.objects.count)() == 0
 
 
-async def test_missing_sections_are_reported_and_the_switch_still_happens(owner, fake_anthropic, open_tab):
+async def test_missing_sections_are_reported_and_the_switch_still_happens(
+    owner, fake_anthropic, open_tab
+):
     fake_anthropic.enqueue(document_reply("## Goal\nShip it.\n\n## Progress\n"))
     old = await db_async(make_session)(owner, exchanges=1)
     _, tab = await open_tab(owner, old)
@@ -229,10 +259,16 @@ async def test_an_error_inside_the_switch_leaves_no_new_session(owner, fake_anth
     assert not old_now.generation_id  # the old session is usable again
     *_, prompt, reply, record = await entries_of(old.pk)
     assert (prompt.data["purpose"], reply.data["purpose"]) == ("handoff", "handoff")
-    assert (record.kind, record.custom_type, record.text) == ("custom", "handoff_failed", "Handoff failed: disk full")
+    assert (record.kind, record.custom_type, record.text) == (
+        "custom",
+        "handoff_failed",
+        "Handoff failed: disk full",
+    )
 
 
-async def test_with_review_on_the_user_edits_the_document_before_the_switch(owner, fake_anthropic, open_tab):
+async def test_with_review_on_the_user_edits_the_document_before_the_switch(
+    owner, fake_anthropic, open_tab
+):
     await db_async(Preferences.objects.create)(user=owner, review_handoff=True)
     fake_anthropic.enqueue(document_reply())
     old = await db_async(make_session)(owner, exchanges=1)
@@ -242,7 +278,9 @@ async def test_with_review_on_the_user_edits_the_document_before_the_switch(owne
     await runtime.wait_idle()
     assert await session_count() == 1
     reply_id = int(re.search(r'name="entry" value="(\d+)"', html).group(1))
-    await tab.send(action="handoff_confirm", entry=str(reply_id), document="## Goal\nEdited by hand.")
+    await tab.send(
+        action="handoff_confirm", entry=str(reply_id), document="## Goal\nEdited by hand."
+    )
     new_id = redirected_session(await tab.until("data-url="))
     [seed] = await entries_of(new_id)
     assert seed.text == handoff.wrap("## Goal\nEdited by hand.")

@@ -83,9 +83,7 @@ def test_missing_and_empty_sections_are_reported_by_name():
 
 
 def test_headings_match_whatever_their_level_casing_emphasis_or_and():
-    document = "\n".join(
-        f"### **{s.upper().replace('&', 'and')}**\ntext" for s in handoff.SECTIONS
-    )
+    document = "\n".join(f"### **{s.upper().replace('&', 'and')}**\ntext" for s in handoff.SECTIONS)
     assert handoff.check_structure(document).ok
 
 

@@ -31,7 +31,11 @@ def handed_off(owner, *, warnings=()):
         old,
         from_entry=reply,
         content=handoff.wrap("## Goal\nShip it."),
-        data={"warnings": list(warnings), "context_tokens_before": 12_345, "context_tokens_after": 40},
+        data={
+            "warnings": list(warnings),
+            "context_tokens_before": 12_345,
+            "context_tokens_after": 40,
+        },
     )
     return old, new
 

@@ -41,17 +41,35 @@ async def test_claude_streams_text_deltas_then_usage(fake_anthropic):
 @pytest.mark.parametrize(
     ("reply", "kind", "words"),
     [
-        (Reply(mode="status", status=429, error_type="rate_limit_error"), "rate_limited", "rate limited"),
-        (Reply(mode="status", status=529, error_type="overloaded_error"), "overloaded", "overloaded"),
+        (
+            Reply(mode="status", status=429, error_type="rate_limit_error"),
+            "rate_limited",
+            "rate limited",
+        ),
+        (
+            Reply(mode="status", status=529, error_type="overloaded_error"),
+            "overloaded",
+            "overloaded",
+        ),
         (Reply(mode="error_event", error_type="overloaded_error"), "overloaded", "overloaded"),
         (Reply(mode="drop"), "network", "network connection lost"),
         (Reply(mode="no_stop"), "network", "ended before"),
-        (Reply(mode="status", status=401, error_type="authentication_error"), "auth", "ANTHROPIC_API_KEY"),
-        (Reply(mode="status", status=400, error_type="invalid_request_error"), "api", "API error 400"),
+        (
+            Reply(mode="status", status=401, error_type="authentication_error"),
+            "auth",
+            "ANTHROPIC_API_KEY",
+        ),
+        (
+            Reply(mode="status", status=400, error_type="invalid_request_error"),
+            "api",
+            "API error 400",
+        ),
     ],
 )
 @pytest.mark.asyncio
-async def test_each_failure_becomes_one_provider_error_with_a_reason(fake_anthropic, reply, kind, words):
+async def test_each_failure_becomes_one_provider_error_with_a_reason(
+    fake_anthropic, reply, kind, words
+):
     fake_anthropic.enqueue(reply)
     with pytest.raises(ProviderError) as caught:
         await collect(anthropic_provider(fake_anthropic))
@@ -61,7 +79,9 @@ async def test_each_failure_becomes_one_provider_error_with_a_reason(fake_anthro
 
 @pytest.mark.asyncio
 async def test_an_unreachable_api_is_a_network_error():
-    provider = AnthropicProvider(model=FAKE_MODEL, api_key="k", base_url="http://127.0.0.1:9", max_retries=0)
+    provider = AnthropicProvider(
+        model=FAKE_MODEL, api_key="k", base_url="http://127.0.0.1:9", max_retries=0
+    )
     with pytest.raises(ProviderError) as caught:
         await collect(provider)
     assert caught.value.kind == "network"
@@ -108,9 +128,16 @@ def test_the_offline_model_writes_requested_sections_from_the_conversation():
         {"role": "assistant", "content": "Started with parse_config() in src/parser.py."},
         {"role": "user", "content": "We decided to use tomllib instead."},
     ]
-    request = {"role": "user", "content": "Write:\n## Goal\n## Key Decisions\n## Critical Context\n## Next Steps"}
+    request = {
+        "role": "user",
+        "content": "Write:\n## Goal\n## Key Decisions\n## Critical Context\n## Next Steps",
+    }
     document = respond([*history, request])
-    assert document.index("## Goal") < document.index("## Key Decisions") < document.index("## Next Steps")
+    assert (
+        document.index("## Goal")
+        < document.index("## Key Decisions")
+        < document.index("## Next Steps")
+    )
     assert "Build a parser for config/app.toml" in document
     assert "decided to use tomllib" in document
     assert "src/parser.py" in document and "parse_config()" in document

@@ -52,7 +52,10 @@ def test_context_joins_consecutive_messages_of_one_role_and_skips_empty_ones(own
     store.append_message(session, "assistant", [], status=Entry.Status.ABORTED)
     store.append_message(session, "user", [{"type": "text", "text": "two"}])
     assert store.session_context(session) == [
-        {"role": "user", "content": [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}]}
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}],
+        }
     ]
 
 

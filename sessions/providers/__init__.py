@@ -6,7 +6,15 @@ from django.conf import settings
 
 from .base import Provider, ProviderError, StreamEnd, TextDelta, Usage
 
-__all__ = ["Provider", "ProviderError", "StreamEnd", "TextDelta", "Usage", "get_provider", "label_for"]
+__all__ = [
+    "Provider",
+    "ProviderError",
+    "StreamEnd",
+    "TextDelta",
+    "Usage",
+    "get_provider",
+    "label_for",
+]
 
 LOCAL = "local"
 

@@ -75,9 +75,11 @@ _REASONS_BY_TYPE = {
 
 def _status_error(error: anthropic.APIStatusError) -> ProviderError:
     """Name the real cause: an HTTP status, or the `error` event inside a 200 stream."""
-    error_type = error.type or {429: "rate_limit_error", 529: "overloaded_error", 401: "authentication_error"}.get(
-        error.status_code, ""
-    )
+    error_type = error.type or {
+        429: "rate_limit_error",
+        529: "overloaded_error",
+        401: "authentication_error",
+    }.get(error.status_code, "")
     reason, kind = _REASONS_BY_TYPE.get(error_type, (None, "api"))
     detail = error.api_message or str(error)
     if reason is None:

@@ -27,8 +27,28 @@ CONCRETE = re.compile(
     r"|\b\d+(?:\.\d+)?\s?(?:ms|s|MB|GB|KB|%|px|tokens?)\b"  # numbers with units
     r"|`[^`\n]+`"
 )
-CONSTRAINT_WORDS = ("must", "should", "don't", "do not", "never", "always", "prefer", "avoid", "only")
-DECISION_WORDS = ("decided", "decide", "we'll", "we will", "let's", "chose", "choose", "use ", "instead")
+CONSTRAINT_WORDS = (
+    "must",
+    "should",
+    "don't",
+    "do not",
+    "never",
+    "always",
+    "prefer",
+    "avoid",
+    "only",
+)
+DECISION_WORDS = (
+    "decided",
+    "decide",
+    "we'll",
+    "we will",
+    "let's",
+    "chose",
+    "choose",
+    "use ",
+    "instead",
+)
 
 
 OFFLINE_NOTICE = (
@@ -84,7 +104,9 @@ def _chat_reply(request: str, turn: int) -> str:
         f"> {' '.join(words[:60])}{' …' if len(words) > 60 else ''}",
     ]
     if found:
-        lines += ["", "Concrete items I noticed:", ""] + [f"- `{item.strip('`')}`" for item in found[:8]]
+        lines += ["", "Concrete items I noticed:", ""] + [
+            f"- `{item.strip('`')}`" for item in found[:8]
+        ]
     lines += ["", "Type `/handoff` when this conversation gets long."]
     return "\n".join(lines)
 
@@ -108,8 +130,14 @@ def write_document(sections: list[str], history: list[dict[str, Any]], request: 
             f"`{item.strip('`')}`"
             for item in _unique(CONCRETE.findall("\n".join(user_texts + assistant_texts)))[:20]
         ],
-        "next": lambda: ([f"Focus: {focus.group(1).strip()}"] if focus else [])
-        + [f"Pick up from the last request: {_first_sentence(user_texts[-1])}" if user_texts else ""],
+        "next": lambda: (
+            ([f"Focus: {focus.group(1).strip()}"] if focus else [])
+            + [
+                f"Pick up from the last request: {_first_sentence(user_texts[-1])}"
+                if user_texts
+                else ""
+            ]
+        ),
     }
     parts: list[str] = []
     for name in sections:

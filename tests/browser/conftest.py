@@ -28,7 +28,10 @@ CHROMIUM = os.environ.get("AGENTWEB_CHROMIUM") or shutil.which("chromium") or "/
 
 def _browser_missing() -> str | None:
     if not Path(CHROMIUM).exists():
-        return "Chromium is not installed: install it (Debian: apt-get install chromium) to run the browser tests"
+        return (
+            "Chromium is not installed: install it (Debian: apt-get install chromium) "
+            "to run the browser tests"
+        )
     try:
         import playwright  # noqa: F401
     except ImportError:
@@ -51,7 +54,9 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def server_url(django_db_setup: Any, django_db_blocker: Any, browser_available: None) -> Iterator[str]:
+def server_url(
+    django_db_setup: Any, django_db_blocker: Any, browser_available: None
+) -> Iterator[str]:
     """daphne serving agentweb on a free port, on the test database, with the offline model."""
     port = _free_port()
     database = django_settings.DATABASES["default"]
@@ -70,7 +75,16 @@ def server_url(django_db_setup: Any, django_db_blocker: Any, browser_available: 
     ARTIFACTS.mkdir(exist_ok=True)
     log = (ARTIFACTS / "daphne.log").open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agentweb.asgi:application"],
+        [
+            sys.executable,
+            "-m",
+            "daphne",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "agentweb.asgi:application",
+        ],
         cwd=ROOT,
         env=env,
         stdout=log,

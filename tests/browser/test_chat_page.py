@@ -10,7 +10,9 @@ from playwright.sync_api import expect
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_a_person_signs_in_starts_a_session_and_sees_the_streamed_reply_rendered(signed_in, server_url):
+def test_a_person_signs_in_starts_a_session_and_sees_the_streamed_reply_rendered(
+    signed_in, server_url
+):
     page = signed_in
     page.get_by_role("button", name="New session").click()
     page.wait_for_url(re.compile(r"/sessions/\d+/$"))
@@ -38,7 +40,9 @@ def test_html_in_a_message_is_shown_as_text_and_runs_nothing(signed_in):
     page.get_by_label("Message").fill(attack)
     page.get_by_label("Message").press("Enter")
     expect(page.locator("#transcript .entry--user")).to_contain_text(attack)
-    expect(page.locator("#transcript .entry--assistant.status--complete")).to_be_visible(timeout=20_000)
+    expect(page.locator("#transcript .entry--assistant.status--complete")).to_be_visible(
+        timeout=20_000
+    )
     assert page.locator("#transcript img").count() == 0
     page.reload()
     expect(page.locator("#transcript .entry--user")).to_contain_text(attack)
@@ -58,7 +62,9 @@ def test_shift_enter_makes_a_new_line_and_cancel_stops_a_reply(signed_in):
     cancel = page.get_by_role("button", name="Cancel")
     expect(cancel).to_be_visible()
     cancel.click()
-    expect(page.locator("#transcript .entry--assistant.status--aborted")).to_contain_text("Cancelled")
+    expect(page.locator("#transcript .entry--assistant.status--aborted")).to_contain_text(
+        "Cancelled"
+    )
     expect(cancel).to_have_count(0)
 
 

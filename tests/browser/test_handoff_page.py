@@ -1,4 +1,4 @@
-"""/handoff in a real browser with the offline model: cancel by button and by Escape, then switch."""
+"""/handoff in a real browser with the offline model: cancel (button, Escape), then switch."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def test_a_handoff_lands_on_the_new_session_and_lineage_links_work_both_ways(
 ):
     page = signed_in
     start_handoff(page, "/handoff keep the tests green")
-    page.wait_for_url(re.compile(r"/sessions/(?!%d/)\d+/$" % conversation.pk), timeout=30_000)
+    page.wait_for_url(re.compile(rf"/sessions/(?!{conversation.pk}/)\d+/$"), timeout=30_000)
     new = ChatSession.objects.get(parent_session=conversation)
     assert page.url.endswith(new.get_absolute_url())
     handoff_message = page.locator("#transcript .entry--handoff")
@@ -68,8 +68,8 @@ def test_a_handoff_lands_on_the_new_session_and_lineage_links_work_both_ways(
     expect(columns.nth(1)).to_contain_text("New session started with handoff context")
 
     page.go_back()
-    page.get_by_role("link", name=re.compile(r"\(#%d\)" % conversation.pk)).click()
+    page.get_by_role("link", name=re.compile(rf"\(#{conversation.pk}\)")).click()
     page.wait_for_url(f"{server_url}{conversation.get_absolute_url()}")
     expect(page.locator("#lineage")).to_contain_text("Continued in")
-    page.get_by_role("link", name=re.compile(r"\(#%d\)" % new.pk)).click()
+    page.get_by_role("link", name=re.compile(rf"\(#{new.pk}\)")).click()
     page.wait_for_url(f"{server_url}{new.get_absolute_url()}")

@@ -40,5 +40,7 @@ class Command(BaseCommand):
                 ".venv/bin/python manage.py createsuperuser\n"
             )
         model = settings.AGENTWEB_MODEL
-        source = "Claude" if model != "local" else "the offline model (set ANTHROPIC_API_KEY for Claude)"
+        source = (
+            "Claude" if model != "local" else "the offline model (set ANTHROPIC_API_KEY for Claude)"
+        )
         self.stdout.write(f"  New sessions use {source}: {model}\n\n")
