@@ -22,6 +22,10 @@ def entry(entry: Entry) -> str:
     return f'<div hx-swap-oob="beforeend:#transcript">{inner}</div>'
 
 
+def title(session: ChatSession) -> str:
+    return render_to_string(f"{PAGE}#title", {"session": session, "oob": True})
+
+
 def live(text: str | None, purpose: str = "") -> str:
     """The streaming reply so far (None: nothing streams)."""
     return render_to_string(

@@ -219,6 +219,8 @@ class Job:
             self.appended.append((event.entry.pk, html))
             if event.role == Entry.Role.ASSISTANT:
                 html = partials.live(None) + html
+            else:
+                html += partials.title(self.agent.session)
             await self.publish(html, entry_id=event.entry.pk)
             if event.role == Entry.Role.ASSISTANT:
                 await self.publish_status()

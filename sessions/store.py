@@ -78,7 +78,8 @@ def append_message(
         data=data or {},
     )
     if role == Entry.Role.USER and not session.title:
-        title = " ".join(text_of(content).split())[:TITLE_LENGTH]
+        first_line = next((line for line in text_of(content).splitlines() if line.strip()), "")
+        title = " ".join(first_line.split())[:TITLE_LENGTH]
         ChatSession.objects.filter(pk=session.pk, title="").update(title=title)
         session.title = title
     if input_tokens:

@@ -56,6 +56,9 @@ OFFLINE_NOTICE = (
     "so it can only echo and summarise. Set `ANTHROPIC_API_KEY` to talk to Claude.*"
 )
 
+CONCRETE_INTRO = "Concrete items I noticed:"
+HANDOFF_TIP = "Type `/handoff` when this conversation gets long."
+
 
 def estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4) if text else 0
@@ -114,9 +117,7 @@ def _chat_reply(request: str, turn: int) -> str:
 def write_document(sections: list[str], history: list[dict[str, Any]], request: str) -> str:
     """A document with one `## <section>` per requested section, filled from the history."""
     user_texts = [_text(m) for m in history if m["role"] == "user"]
-    assistant_texts = [
-        _text(m).replace(OFFLINE_NOTICE, "") for m in history if m["role"] == "assistant"
-    ]
+    assistant_texts = [_own_words(_text(m)) for m in history if m["role"] == "assistant"]
     all_sentences = [s for t in user_texts for s in _sentences(t)]
     focus = FOCUS.search(request)
     writers: dict[str, Callable[[], list[str]]] = {
@@ -148,6 +149,18 @@ def write_document(sections: list[str], history: list[dict[str, Any]], request: 
         body = items[0] if key == "goal" and len(items) == 1 else "\n".join(f"- {i}" for i in items)
         parts.append(f"## {name}\n\n{body}")
     return "\n\n".join(parts)
+
+
+def _own_words(reply: str) -> str:
+    """An assistant reply without what this model adds to every reply (its notice, its quotes)."""
+    boilerplate = {OFFLINE_NOTICE, HANDOFF_TIP, CONCRETE_INTRO}
+    return "\n".join(
+        line
+        for line in reply.splitlines()
+        if line.strip() not in boilerplate
+        and not line.startswith(">")
+        and not line.startswith("You wrote ")
+    )
 
 
 def _text(message: dict[str, Any]) -> str:

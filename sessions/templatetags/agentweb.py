@@ -3,6 +3,7 @@ from __future__ import annotations
 from django import template
 from django.utils.safestring import SafeString, mark_safe
 
+from .. import handoff
 from ..providers import label_for
 from ..rendering import render_markdown
 
@@ -17,3 +18,14 @@ def markdown(text: str) -> SafeString:
 @register.filter
 def model_label(model: str) -> str:
     return label_for(model)
+
+
+@register.filter
+def handoff_document(content: str) -> str:
+    """The document inside a handoff message's `<handoff-context>` wrapper."""
+    return handoff.unwrap(content)
+
+
+@register.simple_tag
+def handoff_closing() -> str:
+    return handoff.CLOSING
