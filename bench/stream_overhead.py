@@ -1,0 +1,153 @@
+"""How much does agentweb add to reading a model stream?
+
+Streams the same reply (N text deltas, no delay) from the local fake Anthropic
+server three ways, in one run, and prints medians and ratios:
+
+  sdk       the raw SDK: `AsyncAnthropic().messages.stream()` text events
+  provider  agentweb's AnthropicProvider (error mapping, usage)
+  browser   the whole path: prompt over a WebSocket → job → provider →
+            channel layer → consumer → frames received by the tab, and
+            both messages persisted
+
+Run: make bench   (or .venv/bin/python bench/stream_overhead.py --tokens 2000 --runs 7)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+_db = Path(tempfile.mkdtemp()) / "bench.sqlite3"
+os.environ["DATABASE_URL"] = f"sqlite:///{_db}"
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentweb.settings")
+
+import anthropic  # noqa: E402
+import django  # noqa: E402
+
+django.setup()
+
+from channels.db import database_sync_to_async  # noqa: E402
+from channels.testing import WebsocketCommunicator  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.contrib.auth.models import User  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.test import Client  # noqa: E402
+
+from sessions import runtime, store  # noqa: E402
+from sessions.providers.anthropic import AnthropicProvider  # noqa: E402
+from tests.fake_anthropic import FakeAnthropic, Reply  # noqa: E402
+
+MODEL = "claude-bench"
+MESSAGES = [{"role": "user", "content": [{"type": "text", "text": "bench"}]}]
+
+
+async def via_sdk(fake: FakeAnthropic, tokens: int) -> int:
+    client = anthropic.AsyncAnthropic(api_key="k", base_url=fake.url, max_retries=0)
+    count = 0
+    async with client.messages.stream(model=MODEL, max_tokens=10, messages=MESSAGES) as stream:
+        async for event in stream:
+            if event.type == "text":
+                count += 1
+    await client.close()
+    return count
+
+
+async def via_provider(fake: FakeAnthropic, tokens: int) -> int:
+    provider = AnthropicProvider(model=MODEL, api_key="k", base_url=fake.url, max_retries=0)
+    return len([event async for event in provider.stream(MESSAGES) if hasattr(event, "text")])
+
+
+async def via_browser(fake: FakeAnthropic, tokens: int, user: User, cookie: str) -> int:
+    from agentweb.asgi import application
+
+    session = await database_sync_to_async(store.new_session)(user, model=MODEL)
+    tab = WebsocketCommunicator(
+        application,
+        f"/ws/sessions/{session.pk}/",
+        headers=[(b"cookie", f"sessionid={cookie}".encode()), (b"origin", b"http://localhost")],
+    )
+    await tab.connect()
+    await tab.receive_from(5)  # the initial sync
+    await tab.send_to(text_data=json.dumps({"message": "bench"}))
+    frames = 0
+    while True:
+        html = await tab.receive_from(10)
+        frames += 1
+        if "status--complete" in html:
+            break
+    await runtime.wait_idle()
+    await tab.disconnect()
+    return frames
+
+
+async def measure(name: str, run, runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        await run()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tokens", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+
+    await database_sync_to_async(call_command)("migrate", verbosity=0)
+    user = await database_sync_to_async(User.objects.create_user)("bench", password="bench-pass-1")
+
+    def login() -> str:
+        client = Client()
+        client.force_login(user)
+        return client.cookies["sessionid"].value
+
+    cookie = await database_sync_to_async(login)()
+    fake = FakeAnthropic().start()
+    settings.ANTHROPIC_BASE_URL, settings.ANTHROPIC_API_KEY = fake.url, "k"
+    settings.AGENTWEB_MAX_RETRIES = 0
+
+    def reply() -> None:
+        fake.enqueue(Reply(chunks=[f"t{i} " for i in range(args.tokens)]))
+
+    async def sdk() -> None:
+        reply()
+        await via_sdk(fake, args.tokens)
+
+    async def provider() -> None:
+        reply()
+        await via_provider(fake, args.tokens)
+
+    async def browser() -> None:
+        reply()
+        await via_browser(fake, args.tokens, user, cookie)
+
+    await sdk()  # warm up imports and connections
+    results = {}
+    # Interleave the three so machine noise hits them alike.
+    for _ in range(args.runs):
+        for name, run in (("sdk", sdk), ("provider", provider), ("browser", browser)):
+            results.setdefault(name, []).extend(await measure(name, run, 1))
+    fake.stop()
+    base = statistics.median(results["sdk"])
+    print(f"{args.tokens} deltas, {args.runs} runs each, medians:")
+    for name, times in results.items():
+        median = statistics.median(times)
+        print(
+            f"  {name:9} {median * 1000:8.1f} ms  {args.tokens / median:9.0f} deltas/s"
+            f"  x{median / base:5.2f} of raw SDK"
+        )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
