@@ -17,6 +17,7 @@ install: $(BIN)/.installed
 
 run: install
 	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py recover_generations
 	$(BIN)/python manage.py first_run --url http://$(HOST):$(PORT)/
 	$(BIN)/daphne -b $(HOST) -p $(PORT) agentweb.asgi:application
 

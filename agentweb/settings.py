@@ -169,4 +169,4 @@ AGENTWEB_LOCAL_TOKEN_DELAY = env_float("AGENTWEB_LOCAL_TOKEN_DELAY", 0.03)
 # Longest message accepted from the chat box, in characters.
 AGENTWEB_MAX_MESSAGE_CHARS = int(env_str("AGENTWEB_MAX_MESSAGE_CHARS", "100000"))
 # A generation's claim on its session lasts this long unless its process renews it.
-AGENTWEB_GENERATION_LEASE = env_float("AGENTWEB_GENERATION_LEASE", 30.0)
+AGENTWEB_GENERATION_LEASE = env_float("AGENTWEB_GENERATION_LEASE", 15.0)

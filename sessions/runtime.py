@@ -38,16 +38,41 @@ def group_name(session_id: int) -> str:
 
 
 # --- the claim (sync, database) ----------------------------------------------
+INTERRUPTED = "A reply was interrupted: the server stopped while it was being generated."
+
+
 def claim(session_id: int, generation_id: str, kind: str, channel: str) -> bool:
-    """Take the session's one generation slot with a conditional UPDATE (B8)."""
-    updated = ChatSession.objects.filter(ChatSession.claimable(), pk=session_id).update(
-        generation_id=generation_id,
-        generation_kind=kind,
-        generation_channel=channel,
-        generation_started_at=timezone.now(),
-        generation_lease_until=ChatSession.lease_until(),
-    )
+    """Take the session's one generation slot with a conditional UPDATE (B8).
+
+    Taking over a claim whose lease ran out (its process died) records the
+    interruption in the session's history (B12).
+    """
+    with transaction.atomic():
+        previous = ChatSession.objects.filter(pk=session_id).values_list("generation_id", flat=True)
+        was_held = bool(previous.first())
+        updated = ChatSession.objects.filter(ChatSession.claimable(), pk=session_id).update(
+            generation_id=generation_id,
+            generation_kind=kind,
+            generation_channel=channel,
+            generation_started_at=timezone.now(),
+            generation_lease_until=ChatSession.lease_until(),
+        )
+        if updated and was_held:
+            store.append_custom(ChatSession(pk=session_id), "interrupted", INTERRUPTED)
     return updated == 1
+
+
+def recover_interrupted() -> int:
+    """At start-up of a single-process server, no earlier claim can be alive: expire them all.
+
+    With a shared channel layer (REDIS_URL) other processes may be generating,
+    so their claims are left to expire by their leases.
+    """
+    if "InMemoryChannelLayer" not in settings.CHANNEL_LAYERS["default"]["BACKEND"]:
+        return 0
+    return ChatSession.objects.exclude(generation_id="").update(
+        generation_lease_until=timezone.now(), generation_channel=""
+    )
 
 
 def renew(session_id: int, generation_id: str) -> bool:

@@ -47,7 +47,7 @@ async def test_a_tab_opened_mid_stream_shows_the_text_so_far_without_gap_or_dupl
     await runtime.wait_idle()
     reply = await db_async(lambda: Entry.objects.filter(session=session).last())()
     assert live_text(frames) == reply.text  # exactly: no gap, no duplicate
-    assert "token10 " in frames[0].split("hx-swap-oob=\"beforeend\"")[0]  # came in the snapshot
+    assert "token10 " in frames[0].split('hx-swap-oob="beforeend"')[0]  # came in the snapshot
     assert final.count(f'id="entry-{reply.pk}"') == 1
     assert f'id="entry-{user_entry.pk}"' not in "".join(second.received)  # already on the page
 

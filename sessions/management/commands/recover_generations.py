@@ -1,0 +1,17 @@
+"""Show generations cut off by a stopped server as interrupted, never as an endless spinner."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from sessions.runtime import recover_interrupted
+
+
+class Command(BaseCommand):
+    help = "Mark generations left running by a stopped single-process server as interrupted."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if count := recover_interrupted():
+            self.stdout.write(f"  {count} generation(s) were interrupted by the last stop.")
