@@ -21,12 +21,13 @@ run: install
 	$(BIN)/python manage.py first_run --url http://$(HOST):$(PORT)/
 	$(BIN)/daphne -b $(HOST) -p $(PORT) agentweb.asgi:application
 
-test: install
+test: lint
 	$(BIN)/python -m pytest
 
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy sessions agentweb
 
 bench: install
 	$(BIN)/python bench/stream_overhead.py

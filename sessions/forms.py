@@ -30,7 +30,7 @@ class FrameForm(forms.Form):
             self.fields[name].validators.append(_MaxLength(limit))
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         data["action"] = data.get("action") or "send"
         if data["action"] == "send" and not (data.get("message") or "").strip() and not self.errors:
             raise forms.ValidationError("Type a message first.")
@@ -82,7 +82,7 @@ def parse_frame(text_data: str | None) -> Frame:
     form = FrameForm(payload)
     if not form.is_valid():
         typed = payload.get("message") if isinstance(payload.get("message"), str) else ""
-        reason = " ".join(e for errors in form.errors.values() for e in errors)
+        reason = " ".join(str(e) for errors in form.errors.values() for e in errors)
         raise FrameError(reason, typed or "")
     data = form.cleaned_data
     return Frame(data["action"], data["message"], data["document"], data["entry"])

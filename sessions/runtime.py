@@ -123,8 +123,8 @@ def status_state(session: ChatSession) -> dict[str, Any]:
     """Everything the status line shows, read from the database (true in every process)."""
     context_before = None
     if session.parent_session_id:
-        first = Entry.objects.filter(session=session, parent__isnull=True).values("data").first()
-        context_before = (first or {}).get("data", {}).get("context_tokens_before")
+        seed = Entry.objects.filter(session=session, parent__isnull=True).only("data").first()
+        context_before = seed.data.get("context_tokens_before") if seed else None
     return {
         "generating": session.is_generating,
         "generation_kind": session.generation_kind,

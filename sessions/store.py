@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -22,7 +22,7 @@ LLMMessage = dict[str, Any]
 
 
 def new_session(
-    owner: AbstractBaseUser,
+    owner: User,
     *,
     model: str,
     title: str = "",
@@ -165,7 +165,7 @@ def count_messages(entries: Sequence[Entry]) -> int:
     return sum(1 for entry in entries if entry.kind == Entry.Kind.MESSAGE)
 
 
-def owned_session(owner: AbstractBaseUser, session_id: int) -> ChatSession | None:
+def owned_session(owner: User, session_id: int) -> ChatSession | None:
     return ChatSession.objects.filter(pk=session_id, owner=owner).first()
 
 

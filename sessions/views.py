@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -13,13 +14,19 @@ from .forms import PreferencesForm
 from .models import ChatSession, Preferences
 
 
-def _own_session(request: HttpRequest, session_id: int) -> ChatSession:
+class AuthenticatedRequest(HttpRequest):
+    """Every view here sits behind LoginRequiredMiddleware."""
+
+    user: User
+
+
+def _own_session(request: AuthenticatedRequest, session_id: int) -> ChatSession:
     return get_object_or_404(
         ChatSession.objects.select_related("parent_session"), pk=session_id, owner=request.user
     )
 
 
-def index(request: HttpRequest) -> HttpResponse:
+def index(request: AuthenticatedRequest) -> HttpResponse:
     sessions = ChatSession.objects.filter(owner=request.user).order_by("-updated_at")[:200]
     return render(
         request,
@@ -29,12 +36,12 @@ def index(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
-def new_session(request: HttpRequest) -> HttpResponse:
+def new_session(request: AuthenticatedRequest) -> HttpResponse:
     session = store.new_session(request.user, model=settings.AGENTWEB_MODEL)
     return redirect(session)
 
 
-def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
+def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
     session = _own_session(request, session_id)
     entries = store.get_branch(session)
     after = entries[-1].pk if entries else 0
@@ -49,7 +56,7 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
     return render(request, "sessions/session.html", context)
 
 
-def compare(request: HttpRequest, session_id: int, other_id: int) -> HttpResponse:
+def compare(request: AuthenticatedRequest, session_id: int, other_id: int) -> HttpResponse:
     """Two sessions side by side, older on the left (SPEC B5)."""
     first, second = _own_session(request, session_id), _own_session(request, other_id)
     left, right = sorted([first, second], key=lambda s: (s.created_at, s.pk))
@@ -57,7 +64,7 @@ def compare(request: HttpRequest, session_id: int, other_id: int) -> HttpRespons
     return render(request, "sessions/compare.html", {"columns": columns})
 
 
-def preferences(request: HttpRequest) -> HttpResponse:
+def preferences(request: AuthenticatedRequest) -> HttpResponse:
     prefs, _ = Preferences.objects.get_or_create(user=request.user)
     form = PreferencesForm(request.POST or None, instance=prefs)
     if request.method == "POST" and form.is_valid():

@@ -72,7 +72,9 @@ def test_context_ignores_non_text_blocks_and_unknown_kinds(owner):
 
 def test_the_first_line_of_the_first_user_message_titles_the_session(owner):
     session = make_session(owner)
-    store.append_message(session, "user", [{"type": "text", "text": "\nFix the  login bug\nDetails"}])
+    store.append_message(
+        session, "user", [{"type": "text", "text": "\nFix the  login bug\nDetails"}]
+    )
     store.append_message(session, "user", [{"type": "text", "text": "Another"}])
     session.refresh_from_db()
     assert session.title == "Fix the login bug"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import anthropic
 import httpx2
@@ -38,7 +38,10 @@ class AnthropicProvider(Provider):
         client = anthropic.AsyncAnthropic(**self.client_options)
         try:
             async with client.messages.stream(
-                model=self.model, max_tokens=self.max_tokens, messages=messages, **extra
+                model=self.model,
+                max_tokens=self.max_tokens,
+                messages=cast(Any, messages),
+                **extra,
             ) as stream:
                 async for event in stream:
                     if event.type == "text" and event.text:
