@@ -1,0 +1,40 @@
+"""Finished messages: markdown rendered, code highlighted, anything dangerous neutralised."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sessions.rendering import pygments_css, render_markdown
+
+
+def test_markdown_is_rendered():
+    html = render_markdown("## Goal\n\n- **ship** it\n\n| a | b |\n|---|---|\n| 1 | 2 |")
+    assert "<h2>Goal</h2>" in html and "<strong>ship</strong>" in html and "<td>1</td>" in html
+
+
+def test_fenced_code_is_highlighted():
+    html = render_markdown("```python\ndef parse(x):\n    return x\n```")
+    assert '<code class="highlight">' in html
+    assert '<span class="k">def</span>' in html
+
+
+def test_code_in_an_unknown_language_is_escaped_plain_code():
+    html = render_markdown("```nosuchlang\n<b>x</b>\n```")
+    assert "&lt;b&gt;x&lt;/b&gt;" in html and "<b>" not in html
+
+
+def test_raw_html_is_shown_as_text():
+    html = render_markdown("<img src=x onerror=alert(1)> <script>alert(2)</script>")
+    assert "<img" not in html and "<script" not in html
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+def test_javascript_links_are_dropped_and_others_made_safe():
+    html = render_markdown("[a](javascript:alert(1)) [b](https://example.org)")
+    assert 'href="javascript:' not in html
+    assert 'href="https://example.org"' in html and 'rel="noopener noreferrer nofollow"' in html
+
+
+def test_the_shipped_highlight_css_matches_pygments():
+    shipped = (Path(__file__).resolve().parents[1] / "static" / "highlight.css").read_text()
+    assert pygments_css() in shipped
