@@ -119,7 +119,13 @@ if REDIS_URL := env_str("REDIS_URL"):
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 60},
+            "CONFIG": {
+                # redis-py 8 reads with a 5 s socket timeout, the same as channels-redis's
+                # BRPOP wait: a longer timeout keeps idle receives from failing.
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
+                "capacity": 1000,
+                "expiry": 60,
+            },
         }
     }
 else:

@@ -273,7 +273,9 @@ async def start(session: ChatSession, kind: str, handoff_focus: str | None = Non
     """Claim the session and run a job in this process; False if one already runs."""
     layer = get_channel_layer()
     generation_id = uuid.uuid4().hex
-    channel = await layer.new_channel("generation.")
+    # The layer's default prefix: channels-redis demultiplexes all of a process's
+    # channels from one list; a channel of another prefix would starve the consumers.
+    channel = await layer.new_channel()
     if not await database_sync_to_async(claim)(session.pk, generation_id, kind, channel):
         return False
     session = await database_sync_to_async(ChatSession.objects.get)(pk=session.pk)

@@ -8,21 +8,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.conf import settings as django_settings
+
+from ..servers import Daphne
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # ORM calls beside Playwright's loop
 
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = os.environ.get("AGENTWEB_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
 
@@ -47,61 +42,17 @@ def browser_available() -> None:
         pytest.skip(reason)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
-def server_url(
-    django_db_setup: Any, django_db_blocker: Any, browser_available: None
-) -> Iterator[str]:
-    """daphne serving agentweb on a free port, on the test database, with the offline model."""
-    port = _free_port()
-    database = django_settings.DATABASES["default"]
-    if database["ENGINE"] == "django.db.backends.sqlite3":
-        url = f"sqlite:///{database['NAME']}"
-    else:
-        url = os.environ["DATABASE_URL"].rsplit("/", 1)[0] + "/" + database["NAME"]
-    env = {
-        **os.environ,
-        "DATABASE_URL": url,
-        "AGENTWEB_MODEL": "local",
-        "ANTHROPIC_API_KEY": "",
-        "AGENTWEB_LOCAL_TOKEN_DELAY": os.environ.get("AGENTWEB_TEST_TOKEN_DELAY", "0.04"),
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
-    }
-    ARTIFACTS.mkdir(exist_ok=True)
-    log = (ARTIFACTS / "daphne.log").open("w")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "daphne",
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "agentweb.asgi:application",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
+def server_url(django_db_setup: Any, browser_available: None) -> Iterator[str]:
+    """daphne serving agentweb on the test database, with the offline model."""
+    server = Daphne(
+        "daphne-browser",
+        AGENTWEB_MODEL="local",
+        ANTHROPIC_API_KEY="",
+        AGENTWEB_LOCAL_TOKEN_DELAY=os.environ.get("AGENTWEB_TEST_TOKEN_DELAY", "0.04"),
     )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            if process.poll() is not None:
-                raise RuntimeError("daphne exited; see test-artifacts/daphne.log") from None
-            time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}"
-    process.terminate()
-    process.wait(10)
+    yield server.url
+    server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,132 @@
+"""Real servers for tests that cross process boundaries: daphne and redis-server on loopback."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(
+    port: int, process: subprocess.Popen[bytes], name: str, timeout: float = 30
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            if process.poll() is not None:
+                raise RuntimeError(f"{name} exited; see {ARTIFACTS}") from None
+            time.sleep(0.05)
+    raise RuntimeError(f"{name} did not listen on {port} within {timeout}s")
+
+
+def test_database_url() -> str:
+    """The URL of the database the tests run on, for server processes to share it."""
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        return f"sqlite:///{database['NAME']}"
+    return os.environ["DATABASE_URL"].rsplit("/", 1)[0] + "/" + database["NAME"]
+
+
+def require(program: str, variable: str = "AGENTWEB_REQUIRE_SERVICES") -> str:
+    """The program's path; skip (or, with `variable`=1, fail) when it is not installed."""
+    path = shutil.which(program)
+    if path is None:
+        reason = f"{program} is not installed (Debian: apt-get install {program})"
+        if os.environ.get(variable) == "1":
+            pytest.fail(f"{reason}; {variable}=1 makes this a failure")
+        pytest.skip(reason)
+    return path
+
+
+class Daphne:
+    """agentweb served by daphne in a process of its own."""
+
+    def __init__(self, name: str, **env: str) -> None:
+        self.name = name
+        self.port = free_port()
+        ARTIFACTS.mkdir(exist_ok=True)
+        self.log = (ARTIFACTS / f"{name}.log").open("w")
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "agentweb.asgi:application",
+            ],
+            cwd=ROOT,
+            env={
+                **os.environ,
+                "DATABASE_URL": test_database_url(),
+                "DJANGO_SECRET_KEY": settings.SECRET_KEY,
+                "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+                **env,
+            },
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        wait_for_port(self.port, self.process, name)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def ws_url(self, path: str) -> str:
+        return f"ws://127.0.0.1:{self.port}{path}"
+
+    def kill(self) -> None:
+        """SIGKILL: the process dies mid-whatever, as in a crash."""
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.log.close()
+
+
+class RedisServer:
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            [require("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        wait_for_port(self.port, self.process, "redis-server")
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)
