@@ -1,4 +1,4 @@
-"""Generations outlive pages and processes: two daphne processes, one Redis, one database (B7, B8, B12).
+"""Generations outlive pages and processes: two daphnes, one Redis, one database (B7, B8, B12).
 
 These start real servers on loopback: redis-server, and daphne processes that
 talk to the fake Anthropic server through the real SDK.
