@@ -201,7 +201,11 @@ class AgentSession:
             if isinstance(event, TextDelta):
                 reply.text += event.text
                 self.partial_text = reply.text
-                await self._emit("message_update", role=Entry.Role.ASSISTANT, delta=event.text)
+                # Shielded: an abort cancels this task, but never halfway through telling
+                # the listeners about a delta (they would see a gap in the stream).
+                await asyncio.shield(
+                    self._emit("message_update", role=Entry.Role.ASSISTANT, delta=event.text)
+                )
             elif isinstance(event, StreamEnd):
                 reply.usage = event.usage
 

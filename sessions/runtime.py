@@ -150,6 +150,7 @@ class Job:
         self.seq = 0
         self.appended: list[tuple[int, str]] = []  # (entry id, html) of this run, for snapshots
         self.status = ""
+        self.notice = ""  # the last notice, so a tab that resyncs still sees it
         self.agent = AgentSession(session, listener=self.on_event, generation_id=generation_id)
 
     @property
@@ -183,25 +184,26 @@ class Job:
         try:
             result = await self.agent.handoff(focus)
         except NothingToHandOff as error:
-            await self.publish(partials.notice(str(error), "warning"))
+            await self.notify(partials.notice(str(error), "warning"))
         except HandoffCancelled:
-            await self.publish(partials.notice(handoff.CANCELLED, "warning"))
+            await self.notify(partials.notice(handoff.CANCELLED, "warning"))
         except HandoffFailed as error:
-            await self.publish(partials.notice(str(error), "error"))
+            await self.notify(partials.notice(str(error), "error"))
         else:
             await self.handoff_succeeded(old_id, result)
 
     async def handoff_succeeded(self, old_id: int, result: HandoffResult) -> None:
         if result.new_session is None:  # B14: the user reviews the document first
             html = await database_sync_to_async(partials.review)(result.reply)
-            await self.publish(html)
+            await self.notify(html)
             return
         self.appended = []
-        await self.publish(
+        await self.notify(
             partials.notice(handoff.STARTED, "success")
             + partials.redirect(result.new_session.get_absolute_url()),
             group_of=old_id,
         )
+        self.notice = ""  # the redirect belongs to the old session's tabs only
 
     async def listen(self) -> None:
         while True:
@@ -229,7 +231,7 @@ class Job:
             "seq": self.seq,
             "session": self.session_id,
             "entries": self.appended,
-            "html": partials.live(text, self.agent.partial_purpose) + self.status,
+            "html": partials.live(text, self.agent.partial_purpose) + self.status + self.notice,
         }
 
     async def on_event(self, event: AgentEvent) -> None:
@@ -253,6 +255,10 @@ class Job:
     async def publish_status(self) -> None:
         self.status = await database_sync_to_async(status_html)(self.session_id)
         await self.publish(self.status)
+
+    async def notify(self, html: str, *, group_of: int | None = None) -> None:
+        self.notice = html
+        await self.publish(html, group_of=group_of)
 
     async def publish(self, html: str, *, entry_id: int = 0, group_of: int | None = None) -> None:
         self.seq += 1

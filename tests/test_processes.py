@@ -65,9 +65,12 @@ class Socket:
         await self.connection.send(json.dumps(fields))
 
     async def until(self, needle: str, timeout: float = 15) -> str:
-        async with asyncio.timeout(timeout):
-            while needle not in self.text:
-                self.text += str(await self.connection.recv())
+        try:
+            async with asyncio.timeout(timeout):
+                while needle not in self.text:
+                    self.text += str(await self.connection.recv())
+        except TimeoutError:
+            raise AssertionError(f"{needle!r} never came; the tail: {self.text[-3000:]}") from None
         return self.text
 
 

@@ -66,6 +66,8 @@ async def test_two_tabs_both_stream_and_either_can_cancel(owner, fake_anthropic,
     await runtime.wait_idle()
     reply = await db_async(lambda: Entry.objects.filter(session=session).last())()
     assert reply.status == Entry.Status.ABORTED
+    # Cancelling never cuts a delta short: both tabs saw exactly the text that was kept.
+    assert live_text(first.received) == live_text(second.received) == reply.text
 
 
 async def test_a_tab_that_closes_does_not_stop_the_generation(owner, fake_anthropic, open_tab):
