@@ -93,3 +93,11 @@ class PreferencesForm(forms.ModelForm):
         model = Preferences
         fields = ["review_handoff"]
         labels = {"review_handoff": "Review the handoff document before switching sessions"}
+
+
+class RenameForm(forms.Form):
+    title = forms.CharField(max_length=200, strip=True)
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(label="Session file (JSONL)", allow_empty_file=True)

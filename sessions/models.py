@@ -34,6 +34,10 @@ class ChatSession(models.Model):
     handed_off_from = models.ForeignKey(
         "Entry", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    # The first session of this session's chain of handoffs (empty: this one is the first).
+    chain_root = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     # Input tokens of the last model call: the size of the context the model saw.
     context_tokens = models.PositiveIntegerField(default=0)
 
@@ -46,13 +50,20 @@ class ChatSession(models.Model):
 
     class Meta:
         ordering = ["-updated_at"]
-        indexes = [models.Index(fields=["owner", "-updated_at"])]
+        indexes = [
+            models.Index(fields=["owner", "-updated_at"]),
+            models.Index(fields=["owner", "chain_root"]),
+        ]
 
     def __str__(self) -> str:
         return self.title or f"Session {self.pk}"
 
     def get_absolute_url(self) -> str:
         return reverse("chat:session", args=[self.pk])
+
+    @property
+    def chain_id(self) -> int:
+        return self.chain_root_id or self.pk
 
     @property
     def display_title(self) -> str:

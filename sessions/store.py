@@ -35,6 +35,7 @@ def new_session(
         title=title,
         parent_session=parent_session,
         handed_off_from=handed_off_from,
+        chain_root_id=parent_session.chain_id if parent_session else None,
     )
 
 

@@ -7,7 +7,17 @@ app_name = "chat"
 urlpatterns = [
     path("", views.index, name="index"),
     path("sessions/new/", views.new_session, name="new"),
+    path("sessions/import/", views.import_session, name="import"),
+    path("sessions/compare/", views.compare_choice, name="compare_choice"),
     path("sessions/<int:session_id>/", views.session_page, name="session"),
+    path("sessions/<int:session_id>/rename/", views.rename, name="rename"),
+    path("sessions/<int:session_id>/export.md", views.export, {"fmt": "md"}, name="export_md"),
+    path(
+        "sessions/<int:session_id>/export.jsonl",
+        views.export,
+        {"fmt": "jsonl"},
+        name="export_jsonl",
+    ),
     path("sessions/<int:session_id>/compare/<int:other_id>/", views.compare, name="compare"),
     path("preferences/", views.preferences, name="preferences"),
 ]

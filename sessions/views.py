@@ -5,12 +5,12 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.models import User
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from . import commands, partials, runtime, store
-from .forms import PreferencesForm
+from . import commands, coverage, handoff, listing, partials, runtime, session_file, store
+from .forms import ImportForm, PreferencesForm, RenameForm
 from .models import ChatSession, Preferences
 
 
@@ -27,11 +27,18 @@ def _own_session(request: AuthenticatedRequest, session_id: int) -> ChatSession:
 
 
 def index(request: AuthenticatedRequest) -> HttpResponse:
-    sessions = ChatSession.objects.filter(owner=request.user).order_by("-updated_at")[:200]
+    query = request.GET.get("q", "").strip()[:200]
+    page, chains = listing.chain_page(request.user, query, request.GET.get("page"))
     return render(
         request,
         "sessions/index.html",
-        {"sessions": sessions, "default_model": settings.AGENTWEB_MODEL},
+        {
+            "page": page,
+            "chains": chains,
+            "query": query,
+            "default_model": settings.AGENTWEB_MODEL,
+            "import_form": ImportForm(),
+        },
     )
 
 
@@ -52,16 +59,91 @@ def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse
         "commands": commands.REGISTRY.values(),
         "ws_url": f"/ws/sessions/{session.pk}/?after={after}",
         "live_text": None,
+        "rename_form": RenameForm(initial={"title": session.title}),
     }
     return render(request, "sessions/session.html", context)
 
 
+@require_POST
+def rename(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
+    session = _own_session(request, session_id)
+    form = RenameForm(request.POST)
+    if form.is_valid():
+        ChatSession.objects.filter(pk=session.pk).update(title=form.cleaned_data["title"])
+    else:
+        messages.error(request, " ".join(str(e) for e in form.errors.get("title", [])))
+    return redirect(session)
+
+
+def export(request: AuthenticatedRequest, session_id: int, fmt: str) -> HttpResponseBase:
+    session = _own_session(request, session_id)
+    filename = f"agentweb-session-{session.pk}.{fmt}"
+    response: HttpResponseBase
+    if fmt == "md":
+        response = HttpResponse(session_file.export_markdown(session), content_type="text/markdown")
+    else:
+        response = StreamingHttpResponse(
+            session_file.export_jsonl(session), content_type="application/x-ndjson"
+        )
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@require_POST
+def import_session(request: AuthenticatedRequest) -> HttpResponse:
+    form = ImportForm(request.POST, request.FILES)
+    if not form.is_valid():
+        messages.error(request, " ".join(str(e) for errors in form.errors.values() for e in errors))
+        return redirect("chat:index")
+    upload = form.cleaned_data["file"]
+    try:
+        lines = session_file.read_lines(upload, upload.size)
+        session = session_file.import_jsonl(request.user, lines)
+    except session_file.InvalidSessionFile as error:
+        messages.error(request, f"Could not import {upload.name}: {error}")
+        return redirect("chat:index")
+    messages.success(request, f"Imported {upload.name}.")
+    return redirect(session)
+
+
 def compare(request: AuthenticatedRequest, session_id: int, other_id: int) -> HttpResponse:
-    """Two sessions side by side, older on the left (SPEC B5)."""
+    """Two sessions of one chain side by side, the older on the left (SPEC B5)."""
     first, second = _own_session(request, session_id), _own_session(request, other_id)
-    left, right = sorted([first, second], key=lambda s: (s.created_at, s.pk))
-    columns = [(s, store.get_branch(s)) for s in (left, right)]
-    return render(request, "sessions/compare.html", {"columns": columns})
+    old, new = sorted([first, second], key=lambda s: (s.created_at, s.pk))
+    chain = listing.chain_of(old)
+    old_branch, new_branch = store.get_branch(old), store.get_branch(new)
+    seed = new_branch[0] if new_branch and new_branch[0].is_handoff else None
+    # The old session's document: the entry the next session on the way to `new` came from.
+    by_id = {s.pk: s for s in chain}
+    step = new
+    while step.parent_session_id and step.parent_session_id != old.pk:
+        step = by_id.get(step.parent_session_id, old)
+    document_entry_id = step.handed_off_from_id if step.parent_session_id == old.pk else None
+    report = coverage.coverage(old_branch, handoff.unwrap(seed.text)) if seed else None
+    return render(
+        request,
+        "sessions/compare.html",
+        {
+            "old": old,
+            "new": new,
+            "columns": [
+                ("old", old, old_branch, document_entry_id),
+                ("new", new, new_branch, seed and seed.pk),
+            ],
+            "chain": chain,
+            "same_chain": old.chain_id == new.chain_id,
+            "coverage": report,
+        },
+    )
+
+
+def compare_choice(request: AuthenticatedRequest) -> HttpResponse:
+    """The chooser's GET form: any two sessions of a chain."""
+    try:
+        left, right = int(request.GET["left"]), int(request.GET["right"])
+    except (KeyError, ValueError):
+        return redirect("chat:index")
+    return redirect("chat:compare", left, right)
 
 
 def preferences(request: AuthenticatedRequest) -> HttpResponse:

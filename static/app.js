@@ -99,6 +99,40 @@
     if (pinned) window.scrollTo(0, document.body.scrollHeight);
   });
 
+  // Side by side: bring each column's handoff into view; tabs on a narrow screen.
+  function setupCompare() {
+    document.querySelectorAll(".compare-column [data-focus]").forEach((el) => {
+      const column = el.closest(".compare-column");
+      column.scrollTop = el.offsetTop - 8;  // the column is the offset parent
+    });
+    const tabs = [...document.querySelectorAll(".compare-tabs [role=tab]")];
+    if (!tabs.length) return;
+    const narrow = window.matchMedia("(max-width: 40rem)");
+    function show(tab) {
+      tabs.forEach((t) => {
+        const selected = t === tab;
+        t.setAttribute("aria-selected", String(selected));
+        t.tabIndex = selected ? 0 : -1;
+        document.getElementById(t.getAttribute("aria-controls")).hidden = narrow.matches && !selected;
+      });
+      if (narrow.matches) setupFocus();
+    }
+    function setupFocus() {
+      document.querySelectorAll(".compare-column:not([hidden]) [data-focus]").forEach((el) => el.scrollIntoView({ block: "start" }));
+    }
+    tabs.forEach((tab) => {
+      tab.addEventListener("click", () => show(tab));
+      tab.addEventListener("keydown", (event) => {
+        if (event.key !== "ArrowLeft" && event.key !== "ArrowRight") return;
+        const next = tabs[(tabs.indexOf(tab) + 1) % tabs.length];
+        next.focus(); show(next);
+      });
+    });
+    narrow.addEventListener("change", () => show(tabs.find((t) => t.getAttribute("aria-selected") === "true")));
+    show(tabs.find((t) => t.getAttribute("aria-selected") === "true"));
+  }
+  document.addEventListener("DOMContentLoaded", setupCompare);
+
   // Elapsed time of a running generation.
   function tick() {
     document.querySelectorAll(".elapsed[data-since]").forEach((el) => {

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django import template
 from django.utils.safestring import SafeString, mark_safe
 
@@ -29,3 +31,9 @@ def handoff_document(content: str) -> str:
 @register.simple_tag
 def handoff_closing() -> str:
     return handoff.CLOSING
+
+
+@register.filter
+def next_in(items: list[Any], index: int) -> Any:
+    """The pk of the item after `index` (for links from one session to the next of its chain)."""
+    return items[index + 1].pk

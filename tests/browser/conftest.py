@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from ..servers import Daphne
+from ..servers import ARTIFACTS, Daphne
+
+__all__ = ["ARTIFACTS"]
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # ORM calls beside Playwright's loop
 

@@ -1,0 +1,93 @@
+"""The session list: sessions grouped into chains of handoffs, filtered, a page at a time.
+
+A chain is every session sharing one `chain_root` (the root has none). Pages
+are pages of chains, newest activity first; three queries per page however
+many sessions a user has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.contrib.auth.models import User
+from django.core.paginator import Page, Paginator
+from django.db.models import Count, F, Max, Q, QuerySet, TextField
+from django.db.models.functions import Cast, Coalesce
+
+from .models import ChatSession, Entry
+
+CHAINS_PER_PAGE = 20
+
+
+@dataclass
+class Chain:
+    sessions: list[ChatSession] = field(default_factory=list)  # root first, newest last
+    matched: set[int] = field(default_factory=set)
+
+    @property
+    def newest(self) -> ChatSession:
+        return self.sessions[-1]
+
+    @property
+    def last_activity(self) -> datetime:
+        return max(s.updated_at for s in self.sessions)
+
+
+CHAIN = Coalesce(F("chain_root_id"), F("id"))
+
+
+def in_chains(chain_ids: Iterable[int]) -> Q:
+    ids = list(chain_ids)
+    return Q(chain_root_id__in=ids) | Q(chain_root__isnull=True, pk__in=ids)
+
+
+def matching(owner: User, query: str) -> QuerySet[ChatSession]:
+    """Sessions whose title or any entry's text contains `query` (any case)."""
+    texts = (
+        Entry.objects.filter(session__owner=owner)
+        .annotate(content_text=Cast("content", TextField()))
+        .filter(content_text__icontains=query)
+        .values("session_id")
+    )
+    return ChatSession.objects.filter(owner=owner).filter(
+        Q(title__icontains=query) | Q(pk__in=texts)
+    )
+
+
+def chain_page(
+    owner: User, query: str = "", page_number: str | int | None = 1
+) -> tuple[Page, list[Chain]]:
+    sessions = ChatSession.objects.filter(owner=owner)
+    matched: set[int] = set()
+    if query:
+        matched_rows = list(matching(owner, query).values_list("pk", "chain_root_id"))
+        matched = {pk for pk, _ in matched_rows}
+        sessions = sessions.filter(in_chains(root or pk for pk, root in matched_rows))
+    chains = (
+        sessions.annotate(chain=CHAIN)
+        .values("chain")
+        .annotate(last=Max("updated_at"))
+        .order_by("-last", "-chain")
+    )
+    page = Paginator(chains, CHAINS_PER_PAGE).get_page(page_number)
+    chain_ids = [row["chain"] for row in page.object_list]
+    members = (
+        ChatSession.objects.filter(in_chains(chain_ids), owner=owner)
+        .annotate(messages=Count("entries", filter=Q(entries__kind=Entry.Kind.MESSAGE)))
+        .order_by("created_at", "pk")
+    )
+    by_chain = {chain_id: Chain(matched=matched) for chain_id in chain_ids}
+    for session in members:
+        by_chain[session.chain_id].sessions.append(session)
+    return page, [by_chain[chain_id] for chain_id in chain_ids]
+
+
+def chain_of(session: ChatSession) -> list[ChatSession]:
+    """Every session of the session's chain, oldest first."""
+    return list(
+        ChatSession.objects.filter(
+            in_chains([session.chain_id]), owner_id=session.owner_id
+        ).order_by("created_at", "pk")
+    )

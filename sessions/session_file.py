@@ -1,0 +1,294 @@
+"""The reference agent's session file (JSONL), and Markdown: export, and import (SPEC.md §5).
+
+Import accepts every version (1: no ids, one linear branch in file order;
+2 and 3: `id`/`parentId` trees), keeps kinds it does not run (model changes,
+labels, compactions …) as entries of their own, and checks everything before
+it writes anything: an invalid file names its line and leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from typing import IO, Any
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from . import handoff, store
+from .models import ChatSession, Entry, text_of
+
+MAX_IMPORT_BYTES = 16 * 1024 * 1024
+KINDS = {kind.value for kind in Entry.Kind}
+STOP_REASONS = {
+    Entry.Status.COMPLETE: "stop",
+    Entry.Status.ABORTED: "aborted",
+    Entry.Status.FAILED: "error",
+}
+STATUSES = {"aborted": Entry.Status.ABORTED, "error": Entry.Status.FAILED}
+MESSAGE_EXTRAS = ("api", "provider", "usage", "toolCallId", "toolName", "isError", "details")
+
+
+class InvalidSessionFile(ValueError):
+    """A file that cannot be imported; the message names the line."""
+
+
+# --- export ----------------------------------------------------------------------
+def entry_id(entry: Entry) -> str:
+    return f"{entry.pk:08x}"
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def export_jsonl(session: ChatSession) -> Iterator[str]:
+    """The session as JSONL lines: the header, then every entry of the tree, the leaf last."""
+    header: dict[str, Any] = {
+        "type": "session",
+        "version": 3,
+        "id": f"agentweb-{session.pk}",
+        "timestamp": _iso(session.created_at),
+        "cwd": "",
+        "title": session.title,
+        "modelId": session.model,
+    }
+    if session.parent_session_id:
+        header["parentSession"] = f"agentweb-{session.parent_session_id}"
+    yield json.dumps(header, ensure_ascii=False) + "\n"
+    entries = sorted(
+        Entry.objects.filter(session=session), key=lambda e: (e.pk == session.leaf_id, e.pk)
+    )
+    for entry in entries:
+        yield json.dumps(_entry_line(entry), ensure_ascii=False) + "\n"
+
+
+def _entry_line(entry: Entry) -> dict[str, Any]:
+    line: dict[str, Any] = {
+        "type": entry.kind,
+        "id": entry_id(entry),
+        "parentId": f"{entry.parent_id:08x}" if entry.parent_id else None,
+        "timestamp": _iso(entry.created_at),
+    }
+    if entry.kind == Entry.Kind.MESSAGE:
+        message: dict[str, Any] = {
+            "role": entry.role,
+            "content": entry.content,
+            "timestamp": int(entry.created_at.timestamp() * 1000),
+            **{k: v for k, v in entry.data.get("message", {}).items() if k in MESSAGE_EXTRAS},
+        }
+        if entry.role == Entry.Role.ASSISTANT:
+            message.update(
+                model=entry.model,
+                usage={
+                    "input": entry.input_tokens,
+                    "output": entry.output_tokens,
+                    "cacheRead": 0,
+                    "cacheWrite": 0,
+                },
+                stopReason=STOP_REASONS.get(Entry.Status(entry.status), "stop"),
+            )
+            if entry.error:
+                message["errorMessage"] = entry.error
+        if entry.data.get("purpose"):
+            message["agentwebPurpose"] = entry.data["purpose"]
+        line["message"] = message
+    elif entry.kind == Entry.Kind.CUSTOM_MESSAGE:
+        line.update(customType=entry.custom_type, content=entry.content, display=entry.display)
+        details = {k: v for k, v in entry.data.items() if k != "fields"}
+        if details:
+            line["details"] = details
+    elif "fields" in entry.data:  # a kind agentweb keeps but does not run: as it came
+        line.update(entry.data["fields"])
+    else:  # agentweb's own records (an interruption, a failed switch)
+        line.update(customType=entry.custom_type, data={"text": entry.text}, display=entry.display)
+    return line
+
+
+def export_markdown(session: ChatSession) -> str:
+    parts = [f"# {session.display_title}\n"]
+    for entry in store.get_branch(session):
+        if entry.is_handoff:
+            parts.append(f"## Handoff document\n\n{handoff.unwrap(entry.text)}\n")
+        elif entry.kind == Entry.Kind.MESSAGE:
+            heading = {"user": "User", "assistant": "Assistant"}.get(entry.role, entry.role)
+            note = "" if entry.status == Entry.Status.COMPLETE else f" ({entry.status})"
+            parts.append(f"## {heading}{note}\n\n{entry.text}\n")
+        elif entry.display and entry.text:
+            parts.append(f"## {entry.custom_type or entry.kind}\n\n{entry.text}\n")
+    return "\n".join(parts)
+
+
+# --- import ----------------------------------------------------------------------
+def read_lines(stream: IO[bytes], size: int) -> list[str]:
+    if size > MAX_IMPORT_BYTES:
+        raise InvalidSessionFile(
+            f"File too large: {size / 1_048_576:.1f} MB (the limit is "
+            f"{MAX_IMPORT_BYTES // 1_048_576} MB)."
+        )
+    try:
+        return stream.read().decode("utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        raise InvalidSessionFile(f"The file is not UTF-8 text (byte {error.start}).") from None
+
+
+def import_jsonl(owner: User, lines: list[str]) -> ChatSession:
+    """Create a session from session-file lines, all or nothing."""
+    rows = list(_parse(lines))
+    if not rows:
+        raise InvalidSessionFile(
+            "Line 1: the file is empty; a session file starts with a session header."
+        )
+    header = rows[0][1]
+    entries = rows[1:]
+    parents = _parents(header, entries)
+    with transaction.atomic():
+        session = store.new_session(
+            owner,
+            model=str(header.get("modelId") or header.get("model") or "local"),
+            title=str(header.get("title") or "")[:200],
+        )
+        created = Entry.objects.bulk_create(
+            [_entry(session, number, line) for number, line in entries]
+        )
+        by_key = {key: entry for (key, _), entry in zip(parents, created, strict=True)}
+        for (_, parent_key), entry in zip(parents, created, strict=True):
+            entry.parent = by_key[parent_key] if parent_key is not None else None
+        Entry.objects.bulk_update(created, ["parent"], batch_size=500)
+        leaf = created[-1] if created else None
+        ChatSession.objects.filter(pk=session.pk).update(
+            leaf=leaf, title=session.title or _title(created)
+        )
+    session.refresh_from_db()
+    return session
+
+
+def _parse(lines: list[str]) -> Iterable[tuple[int, dict[str, Any]]]:
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            line = json.loads(raw)
+        except json.JSONDecodeError as error:
+            raise InvalidSessionFile(f"Line {number}: not valid JSON ({error.msg}).") from None
+        if not isinstance(line, dict):
+            raise InvalidSessionFile(f"Line {number}: expected a JSON object.")
+        kind = line.get("type")
+        if number == 1 or kind == "session":
+            if number != 1 or kind != "session":
+                raise InvalidSessionFile(
+                    f"Line {number}: the session header must be the first line."
+                )
+        elif kind not in KINDS:
+            raise InvalidSessionFile(f"Line {number}: unknown entry type {kind!r}.")
+        elif kind == Entry.Kind.MESSAGE and not isinstance(line.get("message"), dict):
+            raise InvalidSessionFile(f"Line {number}: a message entry needs a `message` object.")
+        yield number, line
+
+
+def _parents(
+    header: dict[str, Any], entries: list[tuple[int, dict[str, Any]]]
+) -> list[tuple[str, str | None]]:
+    """(key, parent key) per entry, checked: known parents, unique ids, no cycles."""
+    version = header.get("version", 1)
+    if version == 1 or not any("id" in line for _, line in entries):
+        keys = [str(i) for i in range(len(entries))]
+        return [(key, keys[i - 1] if i else None) for i, key in enumerate(keys)]
+    pairs: list[tuple[str, str | None]] = []
+    numbers: dict[str, int] = {}
+    for number, line in entries:
+        key, parent = line.get("id"), line.get("parentId")
+        if not isinstance(key, str) or not key:
+            raise InvalidSessionFile(f"Line {number}: an entry needs a string `id`.")
+        if key in numbers:
+            raise InvalidSessionFile(
+                f"Line {number}: id {key!r} was already used on line {numbers[key]}."
+            )
+        if parent is not None and not isinstance(parent, str):
+            raise InvalidSessionFile(f"Line {number}: `parentId` must be a string or null.")
+        numbers[key] = number
+        pairs.append((key, parent))
+    parent_of = dict(pairs)
+    for key, parent in pairs:
+        if parent is not None and parent not in parent_of:
+            raise InvalidSessionFile(
+                f"Line {numbers[key]}: parentId {parent!r} is not an entry of this file."
+            )
+    for key, _ in pairs:
+        seen: set[str] = set()
+        current: str | None = key
+        while current is not None:
+            if current in seen:
+                raise InvalidSessionFile(f"Line {numbers[key]}: parentId forms a cycle.")
+            seen.add(current)
+            current = parent_of[current]
+    return pairs
+
+
+def _timestamp(line: dict[str, Any]) -> datetime:
+    value = line.get("timestamp")
+    moment = parse_datetime(value) if isinstance(value, str) else None
+    return moment or timezone.now()
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return [block for block in content if isinstance(block, dict)]
+    return []
+
+
+def _entry(session: ChatSession, number: int, line: dict[str, Any]) -> Entry:
+    kind = line["type"]
+    base: dict[str, Any] = {"session": session, "kind": kind, "created_at": _timestamp(line)}
+    if kind == Entry.Kind.MESSAGE:
+        message = line["message"]
+        usage = message.get("usage") if isinstance(message.get("usage"), dict) else {}
+        data: dict[str, Any] = {"message": {k: message[k] for k in MESSAGE_EXTRAS if k in message}}
+        if message.get("agentwebPurpose"):
+            data["purpose"] = message["agentwebPurpose"]
+        return Entry(
+            **base,
+            role=str(message.get("role", "")),
+            content=_blocks(message.get("content")),
+            status=STATUSES.get(message.get("stopReason", ""), Entry.Status.COMPLETE),
+            error=str(message.get("errorMessage") or ""),
+            model=str(message.get("model") or ""),
+            input_tokens=int(usage.get("input") or 0),
+            output_tokens=int(usage.get("output") or 0),
+            data=data,
+        )
+    if kind == Entry.Kind.CUSTOM_MESSAGE:
+        details = line.get("details")
+        return Entry(
+            **base,
+            custom_type=str(line.get("customType", "")),
+            content=_blocks(line.get("content")),
+            display=bool(line.get("display", True)),
+            data=details if isinstance(details, dict) else {},
+        )
+    fields = {k: v for k, v in line.items() if k not in ("type", "id", "parentId", "timestamp")}
+    text = fields.get("summary") or fields.get("label") or ""
+    custom_data = fields.get("data")
+    if isinstance(custom_data, dict) and isinstance(custom_data.get("text"), str):
+        text = custom_data["text"]
+    return Entry(
+        **base,
+        custom_type=str(fields.get("customType", "")),
+        content=[{"type": "text", "text": str(text)}] if text else [],
+        display=bool(fields.pop("display", False)),
+        data={"fields": fields},
+    )
+
+
+def _title(entries: list[Entry]) -> str:
+    for entry in entries:
+        if entry.kind == Entry.Kind.MESSAGE and entry.role == Entry.Role.USER:
+            for line in text_of(entry.content).splitlines():
+                if line.strip():
+                    return " ".join(line.split())[: store.TITLE_LENGTH]
+    return "Imported session"

@@ -1,0 +1,173 @@
+"""Browsing sessions: chains of handoffs, filter, pages, rename, side by side with coverage."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from sessions import handoff, store
+from sessions.models import ChatSession, Entry
+
+from .conftest import make_session
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def signed_in(client, owner):
+    client.force_login(owner)
+    return client
+
+
+def hand_off(old: ChatSession, document: str) -> ChatSession:
+    store.append_message(
+        old, "user", [{"type": "text", "text": handoff.build_prompt()}], data={"purpose": "handoff"}
+    )
+    reply = store.append_message(
+        old, "assistant", [{"type": "text", "text": document}], data={"purpose": "handoff"}
+    )
+    return store.hand_off(
+        old, from_entry=reply, content=handoff.wrap(document), data={"warnings": []}
+    )
+
+
+def chain_of_four(owner) -> list[ChatSession]:
+    first = make_session(owner, exchanges=1)
+    store.append_message(
+        first,
+        "user",
+        [{"type": "text", "text": "Fix src/app/views.py and keep TIMEOUT_SECONDS at 30 s"}],
+    )
+    sessions = [first]
+    for n in range(3):
+        nxt = hand_off(sessions[-1], f"## Goal\nStep {n}: src/app/views.py")
+        store.append_message(nxt, "user", [{"type": "text", "text": f"message in session {n + 2}"}])
+        sessions.append(nxt)
+    return sessions
+
+
+def rows(html: str) -> list[str]:
+    return re.findall(r'<li class="session-row[^"]*">\s*<a href="/sessions/(\d+)/"', html)
+
+
+def test_a_chain_of_handoffs_is_one_group_from_root_to_newest(signed_in, owner):
+    alone = make_session(owner, exchanges=1)
+    chain = chain_of_four(owner)
+    html = signed_in.get("/").content.decode()
+    assert "This work, across 4 sessions" in html
+    ids = rows(html)
+    # The chain was active last, so it comes first, root to newest; then the lone session.
+    assert ids == [str(s.pk) for s in chain] + [str(alone.pk)]
+    assert chain[1].chain_root_id == chain[3].chain_root_id == chain[0].pk
+
+
+def test_each_row_shows_messages_context_and_lineage(signed_in, owner):
+    chain = chain_of_four(owner)
+    ChatSession.objects.filter(pk=chain[0].pk).update(context_tokens=12345)
+    html = signed_in.get("/").content.decode()
+    assert "5 messages · 12,345 context tokens" in html  # 2 + 1 + the handoff prompt and document
+    assert f"handed off from #{chain[0].pk}" in html
+    assert reverse("chat:compare", args=[chain[0].pk, chain[1].pk]) in html
+
+
+def test_the_filter_finds_sessions_by_title_or_content_and_keeps_their_chain(
+    signed_in, owner, other_user
+):
+    chain = chain_of_four(owner)
+    make_session(owner, exchanges=1)
+    theirs = make_session(other_user)
+    store.append_message(theirs, "user", [{"type": "text", "text": "message in session 3"}])
+    html = signed_in.get("/", {"q": "MESSAGE IN SESSION 3"}).content.decode()
+    assert rows(html) == [str(s.pk) for s in chain]
+    assert html.count("session-row matched") == 1
+    ChatSession.objects.filter(pk=chain[0].pk).update(title="Zebra crossing")
+    assert rows(signed_in.get("/", {"q": "zebra"}).content.decode()) == [str(s.pk) for s in chain]
+    assert "No session mentions" in signed_in.get("/", {"q": "nothing like this"}).content.decode()
+
+
+def test_the_list_is_paginated_by_chains(signed_in, owner):
+    for _ in range(45):
+        make_session(owner)
+    first = signed_in.get("/").content.decode()
+    third = signed_in.get("/", {"page": 3}).content.decode()
+    assert len(rows(first)) == 20 and len(rows(third)) == 5
+    assert "Page 1 of 3" in first and 'href="?page=2"' in first
+
+
+def test_two_thousand_sessions_list_in_a_bounded_number_of_queries(
+    signed_in, owner, django_assert_max_num_queries
+):
+    ChatSession.objects.bulk_create(
+        ChatSession(owner=owner, model="local", title=f"s{i}") for i in range(2000)
+    )
+    roots = list(ChatSession.objects.filter(owner=owner).order_by("pk")[:100])
+    ChatSession.objects.bulk_create(
+        ChatSession(owner=owner, model="local", parent_session=r, chain_root=r) for r in roots
+    )
+    with django_assert_max_num_queries(8):
+        response = signed_in.get("/")
+    assert response.status_code == 200 and len(rows(response.content.decode())) >= 20
+
+
+def test_a_session_can_be_renamed(signed_in, owner):
+    session = make_session(owner, exchanges=1)
+    signed_in.post(reverse("chat:rename", args=[session.pk]), {"title": "  Parser work  "})
+    session.refresh_from_db()
+    assert session.title == "Parser work"
+    assert (
+        signed_in.post(reverse("chat:rename", args=[session.pk]), {"title": ""}).status_code == 302
+    )
+    session.refresh_from_db()
+    assert session.title == "Parser work"
+
+
+def test_renaming_another_users_session_is_not_found(signed_in, other_user):
+    theirs = make_session(other_user)
+    assert (
+        signed_in.post(reverse("chat:rename", args=[theirs.pk]), {"title": "x"}).status_code == 404
+    )
+
+
+def test_side_by_side_highlights_the_document_and_the_seed_and_shows_coverage(signed_in, owner):
+    old = make_session(owner)
+    store.append_message(
+        old,
+        "user",
+        [{"type": "text", "text": "Edit src/parser.py; it fails with ValueError: bad header"}],
+    )
+    store.append_message(old, "assistant", [{"type": "text", "text": "Reading takes 850 ms."}])
+    new = hand_off(old, "## Critical Context\n- src/parser.py raises ValueError (bad header)")
+    html = signed_in.get(reverse("chat:compare", args=[new.pk, old.pk])).content.decode()
+    assert html.index(f'Old: <a href="/sessions/{old.pk}/"') < html.index(
+        f'New: <a href="/sessions/{new.pk}/"'
+    )
+    assert html.count("handoff-focus") == 2
+    assert (
+        f'<div class="compare-entry handoff-focus" data-focus>\n  <article id="entry-{new.handed_off_from_id}"'
+        in html
+    )
+    assert "What the handoff carried" in html
+    assert re.search(r"<strong>2 of 3</strong>", html)
+    assert re.search(
+        r'class="not-carried"><span class="mark">not carried</span> <code>850 ms</code>', html
+    )
+
+
+def test_any_two_sessions_of_a_chain_can_be_compared(signed_in, owner):
+    chain = chain_of_four(owner)
+    html = signed_in.get(reverse("chat:compare", args=[chain[0].pk, chain[3].pk])).content.decode()
+    assert f'<option value="{chain[2].pk}"' in html  # the chooser offers the whole chain
+    # The first session's document is the one its direct successor came from.
+    assert f'<article id="entry-{chain[1].handed_off_from_id}"' in html.split("handoff-focus")[1]
+    response = signed_in.get(
+        reverse("chat:compare_choice"), {"left": chain[1].pk, "right": chain[2].pk}
+    )
+    assert response["Location"] == reverse("chat:compare", args=[chain[1].pk, chain[2].pk])
+
+
+def test_entries_of_kinds_agentweb_does_not_run_are_shown_compactly(signed_in, owner):
+    session = make_session(owner, exchanges=1)
+    store._append(session, kind=Entry.Kind.MODEL_CHANGE, data={"fields": {"modelId": "x"}})
+    assert signed_in.get(session.get_absolute_url()).status_code == 200

@@ -1,0 +1,201 @@
+"""Export as Markdown and the reference agent's JSONL; import of every file version, all or nothing."""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from sessions import handoff, session_file, store
+from sessions.models import ChatSession, Entry
+
+from .conftest import make_session
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def signed_in(client, owner):
+    client.force_login(owner)
+    return client
+
+
+def handed_off_session(owner) -> ChatSession:
+    old = make_session(owner, exchanges=1)
+    reply = store.append_message(
+        old, "assistant", [{"type": "text", "text": "## Goal\nShip."}], data={"purpose": "handoff"}
+    )
+    new = store.hand_off(
+        old, from_entry=reply, content=handoff.wrap("## Goal\nShip."), data={"warnings": []}
+    )
+    store.append_message(new, "user", [{"type": "text", "text": "go on"}])
+    store.append_message(
+        new, "assistant", [{"type": "text", "text": "half"}], status="aborted", error="cancelled"
+    )
+    store.append_custom(new, "interrupted", "A reply was interrupted.")
+    return new
+
+
+def upload(client, name: str, data: bytes):
+    return client.post(
+        reverse("chat:import"), {"file": SimpleUploadedFile(name, data)}, follow=True
+    )
+
+
+def shape(session: ChatSession) -> list[tuple]:
+    entries = list(Entry.objects.filter(session=session).order_by("id"))
+    index = {e.pk: i for i, e in enumerate(entries)}
+    return [
+        (index.get(e.parent_id), e.kind, e.role, e.custom_type, e.display, e.text, e.status)
+        for e in entries
+    ]
+
+
+def test_export_then_import_keeps_the_tree_kinds_custom_types_and_display_flags(signed_in, owner):
+    original = handed_off_session(owner)
+    exported = b"".join(
+        chunk if isinstance(chunk, bytes) else chunk.encode()
+        for chunk in signed_in.get(
+            reverse("chat:export_jsonl", args=[original.pk])
+        ).streaming_content
+    )
+    header = json.loads(exported.splitlines()[0])
+    assert header["type"] == "session" and header["version"] == 3
+    assert header["parentSession"] == f"agentweb-{original.parent_session_id}"
+    first_entry = json.loads(exported.splitlines()[1])
+    assert first_entry["type"] == "custom_message" and first_entry["customType"] == "handoff"
+    assert first_entry["parentId"] is None and len(first_entry["id"]) == 8
+
+    response = upload(signed_in, "session.jsonl", exported)
+    imported = ChatSession.objects.exclude(pk__in=[original.pk, original.parent_session_id]).get()
+    assert response.redirect_chain[-1][0] == imported.get_absolute_url()
+    assert shape(imported) == shape(original)
+    assert store.session_context(imported) == store.session_context(original)
+    assert imported.leaf.text == original.leaf.text
+
+
+def test_the_markdown_export_reads_as_the_transcript(signed_in, owner):
+    session = handed_off_session(owner)
+    response = signed_in.get(reverse("chat:export_md", args=[session.pk]))
+    text = response.content.decode()
+    assert (
+        response["Content-Disposition"]
+        == f'attachment; filename="agentweb-session-{session.pk}.md"'
+    )
+    assert text.index("## Handoff document\n\n## Goal\nShip.") < text.index("## User\n\ngo on")
+    assert "## Assistant (aborted)\n\nhalf" in text
+
+
+def test_another_users_session_cannot_be_exported(signed_in, other_user):
+    theirs = make_session(other_user, exchanges=1)
+    assert signed_in.get(reverse("chat:export_jsonl", args=[theirs.pk])).status_code == 404
+
+
+def lines(*objects) -> bytes:
+    return "\n".join(json.dumps(o) for o in objects).encode()
+
+
+def test_a_version_1_file_is_one_linear_branch_and_can_be_continued(owner):
+    data = lines(
+        {"type": "session", "id": "abc", "timestamp": "2025-01-01T00:00:00Z", "cwd": "/w"},
+        {"type": "message", "timestamp": "2025-01-01T00:00:01Z", "message": {"role": "user", "content": "Hello\nthere", "timestamp": 1}},
+        {"type": "model_change", "timestamp": "2025-01-01T00:00:02Z", "provider": "anthropic", "modelId": "claude-x"},
+        {"type": "message", "timestamp": "2025-01-01T00:00:03Z", "message": {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm"}, {"type": "text", "text": "Hi"}], "usage": {"input": 10, "output": 2}, "stopReason": "stop"}},
+    )  # fmt: skip
+    session = session_file.import_jsonl(owner, data.decode().splitlines())
+    branch = store.get_branch(session)
+    assert [e.kind for e in branch] == ["message", "model_change", "message"]
+    assert branch[1].data["fields"]["modelId"] == "claude-x"
+    assert session.title == "Hello"
+    assert store.session_context(session) == [
+        {"role": "user", "content": [{"type": "text", "text": "Hello\nthere"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Hi"}]},
+    ]
+
+
+def test_a_version_3_tree_keeps_its_branches_and_the_last_entry_is_the_leaf(owner):
+    data = lines(
+        {"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00Z", "cwd": ""},
+        {"type": "message", "id": "a1", "parentId": None, "timestamp": "2025-01-01T00:00:01Z", "message": {"role": "user", "content": "root"}},
+        {"type": "message", "id": "b2", "parentId": "a1", "timestamp": "2025-01-01T00:00:02Z", "message": {"role": "assistant", "content": "abandoned"}},
+        {"type": "label", "id": "c3", "parentId": "a1", "timestamp": "2025-01-01T00:00:03Z", "targetId": "a1", "label": "start"},
+        {"type": "custom_message", "id": "d4", "parentId": "c3", "timestamp": "2025-01-01T00:00:04Z", "customType": "note", "content": "kept", "display": False},
+    )  # fmt: skip
+    session = session_file.import_jsonl(owner, data.decode().splitlines())
+    assert [e.text for e in store.get_branch(session)] == ["root", "start", "kept"]
+    assert Entry.objects.filter(session=session).count() == 4
+    note = store.get_branch(session)[-1]
+    assert (note.custom_type, note.display) == ("note", False)
+
+
+@pytest.mark.parametrize(
+    ("data", "error"),
+    [
+        (b'{"type":"session","version":3}\n{"type":"message", broken', "Line 2: not valid JSON"),
+        (lines({"type": "session"}, {"type": "teleport", "id": "a", "parentId": None}), "Line 2: unknown entry type 'teleport'"),
+        (lines({"type": "message", "message": {}}), "Line 1: the session header must be the first line"),
+        (
+            lines(
+                {"type": "session", "version": 3},
+                {"type": "message", "id": "a", "parentId": "b", "message": {"role": "user", "content": "x"}},
+                {"type": "message", "id": "b", "parentId": "a", "message": {"role": "user", "content": "y"}},
+            ),
+            "Line 2: parentId forms a cycle",
+        ),
+        (
+            lines({"type": "session", "version": 3}, {"type": "message", "id": "a", "parentId": "zz", "message": {"role": "user", "content": "x"}}),
+            "Line 2: parentId 'zz' is not an entry of this file",
+        ),
+        (
+            lines(
+                {"type": "session", "version": 2},
+                {"type": "message", "id": "a", "parentId": None, "message": {"role": "user", "content": "x"}},
+                {"type": "message", "id": "a", "parentId": None, "message": {"role": "user", "content": "y"}},
+            ),
+            "Line 3: id 'a' was already used on line 2",
+        ),
+        (b"\xff\xfe not text", "not UTF-8"),
+        (b"", "Line 1: the file is empty"),
+    ],
+)  # fmt: skip
+def test_an_invalid_file_is_refused_with_its_line_and_leaves_nothing(signed_in, owner, data, error):
+    response = upload(signed_in, "bad.jsonl", data)
+    assert error in html.unescape(response.content.decode())
+    assert ChatSession.objects.count() == 0
+    assert Entry.objects.count() == 0
+
+
+def test_a_twenty_megabyte_file_is_refused_before_it_is_read(signed_in, owner):
+    big = b'{"type":"session"}\n' + b" " * (20 * 1024 * 1024)
+    response = upload(signed_in, "big.jsonl", big)
+    assert "File too large: 20.0 MB (the limit is 16 MB)" in response.content.decode()
+    assert ChatSession.objects.count() == 0
+
+
+def test_an_imported_session_can_be_handed_off(owner):
+    data = lines(
+        {"type": "session", "version": 3},
+        {
+            "type": "message",
+            "id": "a",
+            "parentId": None,
+            "message": {"role": "user", "content": "q"},
+        },
+        {
+            "type": "message",
+            "id": "b",
+            "parentId": "a",
+            "message": {"role": "assistant", "content": "a"},
+        },
+    )
+    session = session_file.import_jsonl(owner, data.decode().splitlines())
+    handoff.check_guard(store.count_messages(store.get_branch(session)))
+
+
+def test_reading_stops_at_the_size_limit():
+    with pytest.raises(session_file.InvalidSessionFile):
+        session_file.read_lines(io.BytesIO(b"x"), session_file.MAX_IMPORT_BYTES + 1)
