@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from sessions.coverage import coverage, extract, normalise
 from sessions.models import Entry
 
@@ -106,7 +104,8 @@ def test_normalising_splits_case_and_separators():
     )
 
 
-def test_ten_thousand_entries_are_covered_quickly():
+def test_ten_thousand_entries_are_covered():
+    """Its speed is measured by bench/coverage.py; this checks the result at that size."""
     entries = [
         said(
             "user" if i % 2 else "assistant",
@@ -114,8 +113,7 @@ def test_ten_thousand_entries_are_covered_quickly():
         )
         for i in range(10_000)
     ]
-    started = time.perf_counter()
     result = coverage(entries, "src/module_1.py handler_1")
-    elapsed = time.perf_counter() - started
     assert len(result.items) > 300
-    assert elapsed < 10  # generous: a regression to quadratic time would take minutes
+    carried = {item.text for item in result.items if item.carried}
+    assert {"src/module_1.py", "handler_1"} <= carried and "handler_2" not in carried

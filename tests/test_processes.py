@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -111,10 +110,8 @@ async def test_a_handoff_started_in_one_process_is_cancelled_from_another(
     await tab_a.send(message="/handoff")
     await tab_a.until("token2 ")
     await tab_b.until("token3 ")  # the other process's tab streams too
-    started = time.monotonic()
     await tab_b.send(action="cancel")
     assert await asyncio.to_thread(fake_anthropic.wait_for_disconnect, 5)
-    cancel_seconds = time.monotonic() - started
     await tab_a.until("Handoff cancelled")
     await tab_b.until("Handoff cancelled")
     assert await db_async(ChatSession.objects.count)() == 1
@@ -122,7 +119,6 @@ async def test_a_handoff_started_in_one_process_is_cancelled_from_another(
         lambda: Entry.objects.filter(session=old, status=Entry.Status.ABORTED).first()
     )
     assert reply.text.startswith("token0 token1 token2")
-    assert cancel_seconds < 5
 
 
 async def test_a_handoff_completes_its_switch_after_the_starting_tab_closes(
