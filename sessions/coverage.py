@@ -38,10 +38,11 @@ NUMBER = re.compile(
     r"%|px|rem|em|tokens?|req/s|rps|qps|fps|Hz|kHz|MHz|GHz|°C|k)\b|\b\d+(?:\.\d+)?%"
 )
 DECISION = re.compile(
-    r"[^.!?\n]*\b(?:decided|decision|we'll use|we will use|let's use|going with|chose|agreed|"
-    r"instead of|settled on)\b[^.!?\n]*[.!?]?",
+    r"\b(?:decided|decision|we'll use|we will use|let's use|going with|chose|agreed|"
+    r"instead of|settled on)\b",
     re.IGNORECASE,
 )
+SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 STOPWORDS = frozenset({
     "the", "a", "an", "and", "or", "of", "to", "in", "on", "for", "with", "we", "will", "use",
     "let's", "lets", "is", "are", "be", "it", "this", "that", "instead", "than", "from", "as",
@@ -103,8 +104,10 @@ def extract(texts: Iterable[str]) -> list[tuple[str, str]]:
                 taken.append((start, end))
                 if value := _clean(match.group(0)):
                     found.setdefault((kind, value), None)
-        for match in DECISION.finditer(text):
-            found.setdefault(("decision", " ".join(match.group(0).split())), None)
+        if DECISION.search(text):  # a decision is the whole sentence that states it
+            for sentence in SENTENCE.findall(text):
+                if DECISION.search(sentence):
+                    found.setdefault(("decision", " ".join(sentence.split())), None)
     return list(found)
 
 
