@@ -31,3 +31,5 @@ lint: install
 
 bench: install
 	$(BIN)/python bench/stream_overhead.py
+	$(BIN)/python bench/coverage.py
+	$(BIN)/python bench/cancel_latency.py

@@ -16,36 +16,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
-import sys
-import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-_db = Path(tempfile.mkdtemp()) / "bench.sqlite3"
-os.environ["DATABASE_URL"] = f"sqlite:///{_db}"
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentweb.settings")
+import harness
 
-import django  # noqa: E402
-
-django.setup()
+harness.setup()  # Django on a throwaway database, before any project import
 
 from channels.db import database_sync_to_async  # noqa: E402
 from channels.testing import WebsocketCommunicator  # noqa: E402
-from django.conf import settings  # noqa: E402
 from django.contrib.auth.models import User  # noqa: E402
-from django.core.management import call_command  # noqa: E402
-from django.test import Client  # noqa: E402
+from harness import MODEL, fake_api, signed_in_user  # noqa: E402
 from websockets.asyncio.client import connect  # noqa: E402
 
 from sessions import runtime, store  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic, Reply  # noqa: E402
 from tests.servers import Daphne, RedisServer  # noqa: E402
-
-MODEL = "claude-bench"
 
 
 async def until(receive, needle: str) -> None:
@@ -106,18 +92,8 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=9)
     args = parser.parse_args()
 
-    await database_sync_to_async(call_command)("migrate", verbosity=0)
-    user = await database_sync_to_async(User.objects.create_user)("bench", password="bench-pass-1")
-
-    def login() -> str:
-        client = Client()
-        client.force_login(user)
-        return client.cookies["sessionid"].value
-
-    cookie = await database_sync_to_async(login)()
-    fake = FakeAnthropic().start()
-    settings.ANTHROPIC_BASE_URL, settings.ANTHROPIC_API_KEY = fake.url, "k"
-    settings.AGENTWEB_MAX_RETRIES = 0
+    user, cookie = await signed_in_user()
+    fake = fake_api()
     redis = RedisServer()
     env = {
         "REDIS_URL": redis.url,

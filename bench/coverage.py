@@ -13,18 +13,12 @@ Run: .venv/bin/python bench/coverage.py --entries 10000 --runs 7
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentweb.settings")
+import harness
 
-import django  # noqa: E402
-
-django.setup()
+harness.setup()
 
 from sessions.coverage import coverage, extract  # noqa: E402
 from sessions.models import Entry  # noqa: E402

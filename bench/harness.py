@@ -1,0 +1,59 @@
+"""What every benchmark needs: Django on a throwaway database, a signed-in user, the fake API.
+
+Call `setup()` before importing any project code.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+    from tests.fake_anthropic import FakeAnthropic
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = "claude-bench"
+
+
+def setup() -> None:
+    """Point DATABASE_URL at a temporary SQLite file and set Django up."""
+    sys.path.insert(0, str(ROOT))
+    os.environ["DATABASE_URL"] = f"sqlite:///{Path(tempfile.mkdtemp()) / 'bench.sqlite3'}"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentweb.settings")
+    import django
+
+    django.setup()
+
+
+async def signed_in_user() -> tuple[User, str]:
+    """Migrate the throwaway database; a user and their session cookie."""
+    from channels.db import database_sync_to_async
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+    from django.test import Client
+
+    def make() -> tuple[User, str]:
+        call_command("migrate", verbosity=0)
+        user = User.objects.create_user("bench", password="bench-pass-1")
+        client = Client()
+        client.force_login(user)
+        return user, client.cookies["sessionid"].value
+
+    return await database_sync_to_async(make)()
+
+
+def fake_api() -> FakeAnthropic:
+    """The fake Anthropic server, wired in as this process's API."""
+    from django.conf import settings
+
+    from tests.fake_anthropic import FakeAnthropic
+
+    fake = FakeAnthropic().start()
+    settings.ANTHROPIC_BASE_URL, settings.ANTHROPIC_API_KEY = fake.url, "k"
+    settings.AGENTWEB_MAX_RETRIES = 0
+    return fake
