@@ -309,13 +309,21 @@ async def start_handoff(session: ChatSession, focus: str) -> str | None:
 
 async def confirm_handoff(session: ChatSession, reply_id: int, document: str) -> ChatSession | str:
     """B14: switch with the (possibly edited) document the user reviewed."""
-    reply = await database_sync_to_async(
-        lambda: Entry.objects.filter(pk=reply_id, session=session).first()
-    )()
-    if reply is None or reply.data.get("purpose") != "handoff" or not document.strip():
+    reply = await database_sync_to_async(_reviewable_reply)(session, reply_id)
+    if reply is None or not document.strip():
         return "That handoff document can no longer be used."
     agent = AgentSession(session)
     return await agent.switch(reply, document)
+
+
+def _reviewable_reply(session: ChatSession, reply_id: int) -> Entry | None:
+    """The session's complete handoff document `reply_id`, if no session was started from it yet."""
+    reply = Entry.objects.filter(
+        pk=reply_id, session=session, status=Entry.Status.COMPLETE, data__purpose="handoff"
+    ).first()
+    if reply is None or ChatSession.objects.filter(handed_off_from=reply).exists():
+        return None
+    return reply
 
 
 async def cancel(session_id: int) -> bool:

@@ -286,3 +286,7 @@ async def test_with_review_on_the_user_edits_the_document_before_the_switch(
     assert seed.text == handoff.wrap("## Goal\nEdited by hand.")
     new = await db_async(ChatSession.objects.get)(pk=new_id)
     assert (new.parent_session_id, new.handed_off_from_id) == (old.pk, reply_id)
+    # A second click cannot start a second session from the same document.
+    await tab.send(action="handoff_confirm", entry=str(reply_id), document="again")
+    await tab.until("can no longer be used")
+    assert await session_count() == 2

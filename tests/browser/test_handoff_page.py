@@ -73,3 +73,20 @@ def test_a_handoff_lands_on_the_new_session_and_lineage_links_work_both_ways(
     expect(page.locator("#lineage")).to_contain_text("Continued in")
     page.get_by_role("link", name=re.compile(rf"\(#{new.pk}\)")).click()
     page.wait_for_url(f"{server_url}{new.get_absolute_url()}")
+
+
+def test_with_review_on_the_person_edits_the_document_then_switches(
+    signed_in, conversation, server_url
+):
+    from sessions.models import Preferences
+
+    Preferences.objects.create(user=User.objects.get(username="walker"), review_handoff=True)
+    page = signed_in
+    start_handoff(page)
+    document = page.get_by_label("Handoff document")
+    expect(document).to_have_value(re.compile("## Goal"), timeout=30_000)
+    assert ChatSession.objects.count() == 1
+    document.fill("## Goal\nEdited in the review box.")
+    page.get_by_role("button", name="Switch to new session").click()
+    page.wait_for_url(re.compile(rf"/sessions/(?!{conversation.pk}/)\d+/$"))
+    expect(page.locator("#transcript .entry--handoff")).to_contain_text("Edited in the review box.")
