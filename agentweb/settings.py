@@ -175,5 +175,7 @@ AGENTWEB_MAX_RETRIES = int(env_str("AGENTWEB_MAX_RETRIES", "2"))
 AGENTWEB_LOCAL_TOKEN_DELAY = env_float("AGENTWEB_LOCAL_TOKEN_DELAY", 0.03)
 # Longest message accepted from the chat box, in characters.
 AGENTWEB_MAX_MESSAGE_CHARS = int(env_str("AGENTWEB_MAX_MESSAGE_CHARS", "100000"))
+# Streamed text goes to the page in batches at most this far apart (fewer, larger frames).
+AGENTWEB_DELTA_BATCH_SECONDS = env_float("AGENTWEB_DELTA_BATCH_SECONDS", 0.03)
 # A generation's claim on its session lasts this long unless its process renews it.
 AGENTWEB_GENERATION_LEASE = env_float("AGENTWEB_GENERATION_LEASE", 15.0)

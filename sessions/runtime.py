@@ -151,6 +151,10 @@ class Job:
         self.appended: list[tuple[int, str]] = []  # (entry id, html) of this run, for snapshots
         self.status = ""
         self.notice = ""  # the last notice, so a tab that resyncs still sees it
+        self.pending_text = ""  # streamed text not yet sent: deltas go out in batches
+        self.flush_task: asyncio.Task[None] | None = None
+        # One message at a time, in sequence order, even when tasks publish concurrently.
+        self.publishing = asyncio.Lock()
         self.agent = AgentSession(session, listener=self.on_event, generation_id=generation_id)
 
     @property
@@ -215,7 +219,8 @@ class Job:
                 else:
                     self.agent.abort()
             elif kind == "generation.snapshot_request":
-                await self.layer.send(message["reply_to"], self.snapshot())
+                async with self.publishing:  # no event can slip between snapshot and seq
+                    await self.layer.send(message["reply_to"], self.snapshot())
 
     async def heartbeat(self) -> None:
         interval = settings.AGENTWEB_GENERATION_LEASE / 3
@@ -224,7 +229,12 @@ class Job:
             await database_sync_to_async(renew)(self.session_id, self.generation_id)
 
     def snapshot(self) -> dict[str, Any]:
-        text = self.agent.partial_text if self.agent.is_replying else None
+        """Everything a tab needs to catch up to event `seq`: the text sent so far, not the batch
+        still pending (it follows as the next delta)."""
+        text = None
+        if self.agent.is_replying:
+            text = self.agent.partial_text
+            text = text[: len(text) - len(self.pending_text)]
         return {
             "type": "generation.snapshot",
             "gen": self.generation_id,
@@ -240,8 +250,11 @@ class Job:
         elif event.type == "message_start" and event.role == Entry.Role.ASSISTANT:
             await self.publish(partials.live("", event.purpose))
         elif event.type == "message_update":
-            await self.publish(partials.delta(event.delta))
+            self.pending_text += event.delta
+            if self.flush_task is None:
+                self.flush_task = asyncio.create_task(self.flush_soon())
         elif event.type == "message_end" and event.entry is not None:
+            await self.flush()
             html = partials.entry(event.entry)
             self.appended.append((event.entry.pk, html))
             if event.role == Entry.Role.ASSISTANT:
@@ -252,6 +265,20 @@ class Job:
             if event.role == Entry.Role.ASSISTANT:
                 await self.publish_status()
 
+    async def flush_soon(self) -> None:
+        await asyncio.sleep(settings.AGENTWEB_DELTA_BATCH_SECONDS)
+        self.flush_task = None
+        await self.flush()
+
+    async def flush(self) -> None:
+        """Send the streamed text not sent yet, as one delta."""
+        if self.flush_task is not None:
+            self.flush_task.cancel()
+            self.flush_task = None
+        if self.pending_text:
+            text, self.pending_text = self.pending_text, ""
+            await self.publish(partials.delta(text))
+
     async def publish_status(self) -> None:
         self.status = await database_sync_to_async(status_html)(self.session_id)
         await self.publish(self.status)
@@ -261,17 +288,18 @@ class Job:
         await self.publish(html, group_of=group_of)
 
     async def publish(self, html: str, *, entry_id: int = 0, group_of: int | None = None) -> None:
-        self.seq += 1
-        await self.layer.group_send(
-            group_name(group_of or self.session_id),
-            {
-                "type": "agent.event",
-                "gen": self.generation_id,
-                "seq": self.seq,
-                "entry": entry_id,
-                "html": html,
-            },
-        )
+        async with self.publishing:
+            self.seq += 1
+            await self.layer.group_send(
+                group_name(group_of or self.session_id),
+                {
+                    "type": "agent.event",
+                    "gen": self.generation_id,
+                    "seq": self.seq,
+                    "entry": entry_id,
+                    "html": html,
+                },
+            )
 
 
 # --- entry points for consumers ----------------------------------------------
