@@ -340,6 +340,7 @@ async def confirm_handoff(session: ChatSession, reply_id: int, document: str) ->
     reply = await database_sync_to_async(_reviewable_reply)(session, reply_id)
     if reply is None or not document.strip():
         return "That handoff document can no longer be used."
+    session = await database_sync_to_async(ChatSession.objects.get)(pk=session.pk)  # fresh figures
     agent = AgentSession(session)
     return await agent.switch(reply, document)
 
