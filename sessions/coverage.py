@@ -22,16 +22,17 @@ PATH = re.compile(
     r"ini|cfg|sh|sql|html|css|txt|lock|env)\b"
 )
 IDENTIFIER = re.compile(
-    r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\(\)?"  # dotted names, calls
+    r"\b[A-Za-z_][A-Za-z0-9_]+(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?:\(\))?"  # dotted names, calls
     r"|\b[A-Za-z_][A-Za-z0-9_]*\(\)"  # calls
     r"|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"  # snake_case
     r"|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b"  # CONSTANT_CASE
     r"|\b[a-z]+(?:[A-Z][a-z0-9]+)+\b"  # camelCase
     r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b"  # PascalCase
 )
-ERROR = re.compile(  # up to a backtick, the end of the line or of the sentence
-    r"\b(?:[A-Z]\w*(?:Error|Exception)|error|ERROR|FAILED|fatal)\b:?[^\n`]{0,120}?"
-    r"(?=`|\n|\.(?:\s|$)|$)"
+ERROR = re.compile(  # an exception name, or `error:`, with its message: quoted, or to a stop
+    r"(?:\b[A-Z]\w*(?:Error|Exception)\b|\b(?:error|ERROR|FAILED|fatal)(?=:))"
+    r"(?::[ \t]*(?:'[^'\n]{0,100}'|\"[^\"\n]{0,100}\"|[^\n`;]{0,100}?"
+    r"(?=[`\n;]|\.(?:\s|$)|\s(?:see|when|while|because|after)\s|$)))?"
 )
 NUMBER = re.compile(
     r"\b\d+(?:[.,]\d+)?\s?(?:ms|µs|us|ns|s|sec|seconds?|min|minutes?|h|hours?|KB|MB|GB|TB|KiB|MiB|GiB|"
@@ -95,15 +96,11 @@ def extract(texts: Iterable[str]) -> list[tuple[str, str]]:
     """The concrete items of some texts, as (kind, text), first appearance first, no repeats."""
     found: dict[tuple[str, str], None] = {}
     for text in texts:
-        taken: list[tuple[int, int]] = []  # spans already claimed in this text
-        for kind, pattern in SPANNING:
-            for match in pattern.finditer(text):
-                start, end = match.span()
-                if any(start < e and s < end for s, e in taken):
-                    continue  # part of something already found (a path inside a URL, …)
-                taken.append((start, end))
-                if value := _clean(match.group(0)):
-                    found.setdefault((kind, value), None)
+        # One pass: at each position the first kind that matches wins, and the scan goes on
+        # after it, so a path inside a URL or an identifier inside an error is not found twice.
+        for match in SPANNING.finditer(text):
+            if value := _clean(match.group(0)):
+                found.setdefault((str(match.lastgroup), value), None)
         if DECISION.search(text):  # a decision is the whole sentence that states it
             for sentence in SENTENCE.findall(text):
                 if DECISION.search(sentence):
@@ -111,12 +108,17 @@ def extract(texts: Iterable[str]) -> list[tuple[str, str]]:
     return list(found)
 
 
-SPANNING = (
-    ("url", URL),
-    ("error", ERROR),
-    ("path", PATH),
-    ("identifier", IDENTIFIER),
-    ("number", NUMBER),
+SPANNING = re.compile(
+    "|".join(
+        f"(?P<{kind}>{pattern.pattern})"
+        for kind, pattern in (
+            ("url", URL),
+            ("error", ERROR),
+            ("path", PATH),
+            ("identifier", IDENTIFIER),
+            ("number", NUMBER),
+        )
+    )
 )
 
 

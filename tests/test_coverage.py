@@ -55,6 +55,22 @@ def test_it_extracts_paths_identifiers_errors_urls_numbers_and_decisions():
     ) in items
 
 
+def test_errors_keep_their_message_up_to_where_it_ends():
+    items = kinds(
+        extract(
+            [
+                "Traceback ... ValueError: invalid literal for int() with base 10: 'x'",
+                "error: could not compile `foo`; 2 errors",
+                "It raised TimeoutError after 30 s, e.g. twice.",
+            ]
+        )
+    )
+    assert ("error", "ValueError: invalid literal for int() with base 10: 'x'") in items
+    assert ("error", "error: could not compile") in items
+    assert ("error", "TimeoutError") in items and ("number", "30 s") in items
+    assert not any(text == "e.g" for _, text in items)
+
+
 def test_a_path_inside_a_url_is_not_a_second_item():
     items = kinds(extract(["see https://example.org/docs/setup.html now"]))
     assert items == {("url", "https://example.org/docs/setup.html")}
