@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.models import User
+from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -119,7 +120,13 @@ def compare(request: AuthenticatedRequest, session_id: int, other_id: int) -> Ht
     while step.parent_session_id and step.parent_session_id != old.pk:
         step = by_id.get(step.parent_session_id, old)
     document_entry_id = step.handed_off_from_id if step.parent_session_id == old.pk else None
-    report = coverage.coverage(old_branch, handoff.unwrap(seed.text)) if seed else None
+    report = None
+    if seed is not None:  # the old branch and the seed fix the result: compute it once
+        report = cache.get_or_set(
+            f"coverage:{old.pk}:{old.leaf_id}:{seed.pk}",
+            lambda: coverage.coverage(old_branch, handoff.unwrap(seed.text)),
+            timeout=3600,
+        )
     return render(
         request,
         "sessions/compare.html",

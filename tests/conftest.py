@@ -45,6 +45,14 @@ def fake_anthropic(fake_server: FakeAnthropic, settings: Any) -> FakeAnthropic:
 
 
 @pytest.fixture(autouse=True)
+def empty_cache() -> None:
+    """Rolled-back tests reuse primary keys, so cached results must not outlive a test."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
+@pytest.fixture(autouse=True)
 def fast_local_model(settings: Any) -> None:
     settings.AGENTWEB_LOCAL_TOKEN_DELAY = 0
 
