@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.models import User
@@ -12,7 +14,7 @@ from django.views.decorators.http import require_POST
 
 from . import commands, coverage, handoff, listing, partials, runtime, session_file, store
 from .forms import ImportForm, PreferencesForm, RenameForm
-from .models import ChatSession, Preferences
+from .models import ChatSession, Entry, Preferences
 
 
 class AuthenticatedRequest(HttpRequest):
@@ -49,13 +51,24 @@ def new_session(request: AuthenticatedRequest) -> HttpResponse:
     return redirect(session)
 
 
+TRANSCRIPT_WINDOW = 200  # entries rendered at once; earlier ones load on demand
+
+
+def _window(entries: list[Entry], before: int | None = None) -> dict[str, Any]:
+    """The last TRANSCRIPT_WINDOW entries before entry `before` (or the end), and what precedes."""
+    end = next((i for i, e in enumerate(entries) if e.pk == before), len(entries))
+    start = max(0, end - TRANSCRIPT_WINDOW)
+    shown = entries[start:end]
+    return {"entries": shown, "earlier": start, "earlier_before": shown[0].pk if shown else 0}
+
+
 def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
     session = _own_session(request, session_id)
-    entries = store.get_branch(session)
-    after = entries[-1].pk if entries else 0
+    branch = store.get_branch(session)
+    after = branch[-1].pk if branch else 0
     context = {
         **partials.status_context(session, **runtime.status_state(session)),
-        "entries": entries,
+        **_window(branch),
         "children": list(session.children.order_by("created_at")),
         "commands": commands.REGISTRY.values(),
         "ws_url": f"/ws/sessions/{session.pk}/?after={after}",
@@ -63,6 +76,21 @@ def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse
         "rename_form": RenameForm(initial={"title": session.title}),
     }
     return render(request, "sessions/session.html", context)
+
+
+def earlier_entries(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
+    """The window of entries before `?before=<entry id>`, for "Show earlier messages"."""
+    session = _own_session(request, session_id)
+    try:
+        before = int(request.GET.get("before", ""))
+    except ValueError:
+        before = None
+    context = {
+        "session": session,
+        "with_entries": True,
+        **_window(store.get_branch(session), before),
+    }
+    return render(request, "sessions/session.html#earlier", context)
 
 
 @require_POST

@@ -140,3 +140,33 @@ def test_first_run_creates_an_account_and_says_how_to_sign_in(tmp_path, monkeypa
     assert "http://127.0.0.1:8000/accounts/login/" in out.getvalue()
     assert f"'{password}'" in out.getvalue()
     assert User.objects.get(username="admin").check_password(password)
+
+
+def test_a_long_session_shows_its_latest_entries_and_loads_earlier_ones_on_demand(client_of, owner):
+    session = make_session(owner)
+    for i in range(225):  # 450 entries
+        store.append_message(session, "user", [{"type": "text", "text": f"q{i}"}])
+        store.append_message(session, "assistant", [{"type": "text", "text": f"a{i}"}])
+    client = client_of(owner)
+    html = client.get(session.get_absolute_url()).content.decode()
+    assert html.count('<article id="entry-') == 200
+    assert ">q224<" in html and ">q124<" not in html
+    assert "Show 250 earlier entries" in html
+    branch = store.get_branch(session)
+    first_shown = branch[250].pk
+    earlier = client.get(
+        reverse("chat:earlier", args=[session.pk]), {"before": first_shown}
+    ).content.decode()
+    assert earlier.count('<article id="entry-') == 200 and "Show 50 earlier entries" in earlier
+    assert (
+        f'id="entry-{branch[50].pk}"' in earlier and f'id="entry-{branch[250].pk}"' not in earlier
+    )
+    first = client.get(
+        reverse("chat:earlier", args=[session.pk]), {"before": branch[50].pk}
+    ).content.decode()
+    assert first.count('<article id="entry-') == 50 and "earlier entr" not in first
+
+
+def test_earlier_entries_of_another_users_session_are_not_found(client_of, owner, other_user):
+    theirs = make_session(other_user, exchanges=1)
+    assert client_of(owner).get(reverse("chat:earlier", args=[theirs.pk])).status_code == 404

@@ -78,3 +78,21 @@ def test_typing_a_slash_shows_the_command_menu(signed_in):
     page.get_by_label("Message").press("Tab")
     expect(page.get_by_label("Message")).to_have_value("/handoff ")
     expect(menu).to_be_hidden()
+
+
+def test_a_long_session_loads_earlier_entries_on_demand(signed_in, server_url):
+    from django.contrib.auth.models import User
+
+    from sessions import store
+
+    from ..conftest import make_session
+
+    session = make_session(User.objects.get(username="walker"), model="local", exchanges=110)
+    store.append_message(session, "user", [{"type": "text", "text": "the latest"}])
+    page = signed_in
+    page.goto(f"{server_url}{session.get_absolute_url()}")
+    expect(page.locator("#transcript article")).to_have_count(200)
+    page.get_by_role("button", name="Show 21 earlier entries").click()
+    expect(page.locator("#transcript article")).to_have_count(221)
+    expect(page.locator("#transcript article").first).to_contain_text("question 0")
+    expect(page.locator("#transcript article").last).to_contain_text("the latest")
