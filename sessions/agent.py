@@ -123,7 +123,7 @@ class AgentSession:
             return None
         if expand_prompt_templates:
             text = await database_sync_to_async(store.expand_prompt_template)(self.session, text)
-        self.is_streaming = True
+        self.is_streaming, self._aborted = True, False
         try:
             await self._emit("agent_start", purpose=purpose)
             user = await database_sync_to_async(store.append_message)(
@@ -145,18 +145,24 @@ class AgentSession:
         await database_sync_to_async(PendingPrompt.objects.create)(session=self.session, text=text)
 
     def abort(self) -> bool:
-        """Stop the streaming reply; its partial text is kept as an aborted entry."""
-        if self._stream_task is None or self._stream_task.done():
+        """Stop the reply; its partial text is kept as an aborted entry.
+
+        An abort that comes before the reply starts streaming stops it from starting.
+        """
+        if not self.is_streaming:
             return False
         self._aborted = True
-        self._stream_task.cancel()
+        if self._stream_task is not None and not self._stream_task.done():
+            self._stream_task.cancel()
         return True
 
     async def _reply(self, purpose: str) -> Entry:
         reply = _Reply()
-        self.partial_text, self.partial_purpose, self._aborted = "", purpose, False
+        self.partial_text, self.partial_purpose = "", purpose
         await self._emit("message_start", role=Entry.Role.ASSISTANT, purpose=purpose)
         self._stream_task = asyncio.create_task(self._consume(reply))
+        if self._aborted:  # cancelled before the reply began
+            self._stream_task.cancel()
         status, error = Entry.Status.COMPLETE, ""
         outer_cancelled = False
         try:
