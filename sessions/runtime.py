@@ -152,6 +152,7 @@ class Job:
         self.status = ""
         self.notice = ""  # the last notice, so a tab that resyncs still sees it
         self.pending_text = ""  # streamed text not yet sent: deltas go out in batches
+        self.sent_text = ""  # the streaming reply's text as sent so far (what snapshots show)
         self.flush_task: asyncio.Task[None] | None = None
         # One message at a time, in sequence order, even when tasks publish concurrently.
         self.publishing = asyncio.Lock()
@@ -230,11 +231,8 @@ class Job:
 
     def snapshot(self) -> dict[str, Any]:
         """Everything a tab needs to catch up to event `seq`: the text sent so far, not the batch
-        still pending (it follows as the next delta)."""
-        text = None
-        if self.agent.is_replying:
-            text = self.agent.partial_text
-            text = text[: len(text) - len(self.pending_text)]
+        still pending (it follows as the next delta). Called holding `publishing`."""
+        text = self.sent_text if self.agent.is_replying else None
         return {
             "type": "generation.snapshot",
             "gen": self.generation_id,
@@ -248,7 +246,9 @@ class Job:
         if event.type == "agent_start":
             await self.publish_status()
         elif event.type == "message_start" and event.role == Entry.Role.ASSISTANT:
-            await self.publish(partials.live("", event.purpose))
+            async with self.publishing:
+                self.sent_text = ""
+                await self._send(partials.live("", event.purpose))
         elif event.type == "message_update":
             self.pending_text += event.delta
             if self.flush_task is None:
@@ -275,9 +275,11 @@ class Job:
         if self.flush_task is not None:
             self.flush_task.cancel()
             self.flush_task = None
-        if self.pending_text:
-            text, self.pending_text = self.pending_text, ""
-            await self.publish(partials.delta(text))
+        async with self.publishing:  # taken and sent as one step: a snapshot sees neither half
+            if self.pending_text:
+                text, self.pending_text = self.pending_text, ""
+                self.sent_text += text
+                await self._send(partials.delta(text))
 
     async def publish_status(self) -> None:
         self.status = await database_sync_to_async(status_html)(self.session_id)
@@ -289,17 +291,21 @@ class Job:
 
     async def publish(self, html: str, *, entry_id: int = 0, group_of: int | None = None) -> None:
         async with self.publishing:
-            self.seq += 1
-            await self.layer.group_send(
-                group_name(group_of or self.session_id),
-                {
-                    "type": "agent.event",
-                    "gen": self.generation_id,
-                    "seq": self.seq,
-                    "entry": entry_id,
-                    "html": html,
-                },
-            )
+            await self._send(html, entry_id=entry_id, group_of=group_of)
+
+    async def _send(self, html: str, *, entry_id: int = 0, group_of: int | None = None) -> None:
+        """The next event in sequence; only ever called holding `publishing`."""
+        self.seq += 1
+        await self.layer.group_send(
+            group_name(group_of or self.session_id),
+            {
+                "type": "agent.event",
+                "gen": self.generation_id,
+                "seq": self.seq,
+                "entry": entry_id,
+                "html": html,
+            },
+        )
 
 
 # --- entry points for consumers ----------------------------------------------
