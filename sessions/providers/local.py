@@ -12,21 +12,13 @@ import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from ..coverage import extract
 from .base import Provider, ProviderEvent, StreamEnd, TextDelta, Usage
 
 HEADING = re.compile(r"^\s*#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 TOKEN = re.compile(r"\s*\S+\s*|\s+")
 SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 FOCUS = re.compile(r"^Additional focus:\s*(.+)$", re.MULTILINE)
-CONCRETE = re.compile(
-    r"https?://[^\s)>\]]+[^\s)>\].,;:]"  # URLs
-    r"|(?:[\w.-]+/)+[\w-]+(?:\.[\w-]+)*"  # paths
-    r"|\b[A-Za-z_]\w*(?:\.\w+)*\(\)"  # calls
-    r"|\b[a-z]+_[a-z_0-9]+\b"  # snake_case identifiers
-    r"|\b[a-z]+[A-Z]\w*\b"  # camelCase identifiers
-    r"|\b\d+(?:\.\d+)?\s?(?:ms|s|MB|GB|KB|%|px|tokens?)\b"  # numbers with units
-    r"|`[^`\n]+`"
-)
 CONSTRAINT_WORDS = (
     "must",
     "should",
@@ -97,7 +89,7 @@ def respond(messages: list[dict[str, Any]]) -> str:
 
 def _chat_reply(request: str, turn: int) -> str:
     words = request.split()
-    found = _unique(CONCRETE.findall(request))
+    found = concrete_items(request)
     lines = [
         OFFLINE_NOTICE,
         "",
@@ -129,7 +121,7 @@ def write_document(sections: list[str], history: list[dict[str, Any]], request: 
         ),
         "context": lambda: [
             f"`{item.strip('`')}`"
-            for item in _unique(CONCRETE.findall("\n".join(user_texts + assistant_texts)))[:20]
+            for item in concrete_items("\n".join(user_texts + assistant_texts))[:20]
         ],
         "next": lambda: (
             ([f"Focus: {focus.group(1).strip()}"] if focus else [])
@@ -149,6 +141,11 @@ def write_document(sections: list[str], history: list[dict[str, Any]], request: 
         body = items[0] if key == "goal" and len(items) == 1 else "\n".join(f"- {i}" for i in items)
         parts.append(f"## {name}\n\n{body}")
     return "\n\n".join(parts)
+
+
+def concrete_items(text: str) -> list[str]:
+    """Paths, identifiers, errors, URLs and numbers: what the coverage panel looks for too."""
+    return [item for kind, item in extract([text]) if kind != "decision"]
 
 
 def _own_words(reply: str) -> str:
