@@ -24,9 +24,8 @@ import harness
 harness.setup()  # Django on a throwaway database, before any project import
 
 from channels.db import database_sync_to_async  # noqa: E402
-from channels.testing import WebsocketCommunicator  # noqa: E402
 from django.contrib.auth.models import User  # noqa: E402
-from harness import MODEL, fake_api, signed_in_user  # noqa: E402
+from harness import MODEL, fake_api, open_tab, signed_in_user  # noqa: E402
 from websockets.asyncio.client import connect  # noqa: E402
 
 from sessions import runtime, store  # noqa: E402
@@ -42,15 +41,7 @@ async def until(receive, needle: str) -> None:
 
 
 async def sample_in_process(fake: FakeAnthropic, user: User, cookie: str) -> float:
-    from agentweb.asgi import application
-
-    session = await database_sync_to_async(store.new_session)(user, model=MODEL)
-    tab = WebsocketCommunicator(
-        application,
-        f"/ws/sessions/{session.pk}/",
-        headers=[(b"cookie", f"sessionid={cookie}".encode()), (b"origin", b"http://localhost")],
-    )
-    await tab.connect()
+    tab = await open_tab(user, cookie)
     fake.enqueue(Reply.slow(tokens=2000, delay=0.005))
     await tab.send_to(text_data=json.dumps({"message": "go"}))
     await until(lambda: tab.receive_from(15), "token5 ")

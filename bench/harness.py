@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from channels.testing import WebsocketCommunicator
     from django.contrib.auth.models import User
 
     from tests.fake_anthropic import FakeAnthropic
@@ -57,3 +58,21 @@ def fake_api() -> FakeAnthropic:
     settings.ANTHROPIC_BASE_URL, settings.ANTHROPIC_API_KEY = fake.url, "k"
     settings.AGENTWEB_MAX_RETRIES = 0
     return fake
+
+
+async def open_tab(user: User, cookie: str, model: str = MODEL) -> WebsocketCommunicator:
+    """A new session of the user's, and a connected in-process WebSocket to its page."""
+    from channels.db import database_sync_to_async
+    from channels.testing import WebsocketCommunicator
+
+    from agentweb.asgi import application
+    from sessions import store
+
+    session = await database_sync_to_async(store.new_session)(user, model=model)
+    tab = WebsocketCommunicator(
+        application,
+        f"/ws/sessions/{session.pk}/",
+        headers=[(b"cookie", f"sessionid={cookie}".encode()), (b"origin", b"http://localhost")],
+    )
+    await tab.connect()
+    return tab

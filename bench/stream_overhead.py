@@ -25,12 +25,10 @@ import harness
 harness.setup()  # Django on a throwaway database, before any project import
 
 import anthropic  # noqa: E402
-from channels.db import database_sync_to_async  # noqa: E402
-from channels.testing import WebsocketCommunicator  # noqa: E402
 from django.contrib.auth.models import User  # noqa: E402
-from harness import MODEL, fake_api, signed_in_user  # noqa: E402
+from harness import MODEL, fake_api, open_tab, signed_in_user  # noqa: E402
 
-from sessions import runtime, store  # noqa: E402
+from sessions import runtime  # noqa: E402
 from sessions.providers.anthropic import AnthropicProvider  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic, Reply  # noqa: E402
 
@@ -54,15 +52,7 @@ async def via_provider(fake: FakeAnthropic, tokens: int) -> int:
 
 
 async def via_browser(fake: FakeAnthropic, tokens: int, user: User, cookie: str) -> int:
-    from agentweb.asgi import application
-
-    session = await database_sync_to_async(store.new_session)(user, model=MODEL)
-    tab = WebsocketCommunicator(
-        application,
-        f"/ws/sessions/{session.pk}/",
-        headers=[(b"cookie", f"sessionid={cookie}".encode()), (b"origin", b"http://localhost")],
-    )
-    await tab.connect()
+    tab = await open_tab(user, cookie)
     await tab.receive_from(5)  # the initial sync
     await tab.send_to(text_data=json.dumps({"message": "bench"}))
     frames = 0
