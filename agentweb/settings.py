@@ -30,6 +30,11 @@ def env_float(name: str, default: float) -> float:
     return float(value) if value else default
 
 
+def env_int(name: str, default: int) -> int:
+    value = env_str(name)
+    return int(value) if value else default
+
+
 def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in env_str(name, default).split(",") if item.strip()]
 
@@ -165,16 +170,43 @@ LOGGING = {
 # --- agentweb -------------------------------------------------------------
 ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL") or None
+
+# The models this server can run, each with its context window and maximum output (the
+# `max_tokens` agentweb asks for; a request must fit input + max_tokens in the window).
+# Claude models are offered only when ANTHROPIC_API_KEY is set.
+CLAUDE_MODELS = {
+    "claude-sonnet-4-5": {"label": "Claude Sonnet 4.5", "window": 200_000, "max_output": 16_384},
+    "claude-opus-4-1": {"label": "Claude Opus 4.1", "window": 200_000, "max_output": 16_384},
+    "claude-haiku-4-5": {"label": "Claude Haiku 4.5", "window": 200_000, "max_output": 16_384},
+}
+AGENTWEB_MODELS = {
+    "local": {
+        "label": "Offline model (local)",
+        # The offline model has no real limit; a window makes it behave as a model does
+        # (and lets tests make it small).
+        "window": env_int("AGENTWEB_LOCAL_WINDOW", 200_000),
+        "max_output": env_int("AGENTWEB_LOCAL_MAX_OUTPUT", 4_096),
+    },
+    **CLAUDE_MODELS,
+}
+# Which Claude models to offer (with a key): ids of the table above, or others, which get a
+# 200,000-token window and 8,192 tokens of output.
+AGENTWEB_CLAUDE_MODELS = env_list("AGENTWEB_CLAUDE_MODELS", ",".join(CLAUDE_MODELS))
 AGENTWEB_MODEL = env_str("AGENTWEB_MODEL") or (
-    "claude-sonnet-4-5" if ANTHROPIC_API_KEY else "local"
+    AGENTWEB_CLAUDE_MODELS[0] if ANTHROPIC_API_KEY and AGENTWEB_CLAUDE_MODELS else "local"
 )
-AGENTWEB_MAX_TOKENS = int(env_str("AGENTWEB_MAX_TOKENS", "8192"))
+if AGENTWEB_MODEL != "local" and AGENTWEB_MODEL not in AGENTWEB_CLAUDE_MODELS:
+    AGENTWEB_CLAUDE_MODELS.insert(0, AGENTWEB_MODEL)
+# Room kept free in the window besides the maximum output: estimates are estimates.
+AGENTWEB_WINDOW_MARGIN = env_float("AGENTWEB_WINDOW_MARGIN", 0.03)
+# From this share of the window on, the page suggests /handoff.
+AGENTWEB_HANDOFF_SUGGEST_AT = env_float("AGENTWEB_HANDOFF_SUGGEST_AT", 0.8)
 # The SDK retries 429/529/connection errors itself; 0 turns that off.
-AGENTWEB_MAX_RETRIES = int(env_str("AGENTWEB_MAX_RETRIES", "2"))
+AGENTWEB_MAX_RETRIES = env_int("AGENTWEB_MAX_RETRIES", 2)
 # Seconds between two tokens of the offline model: slow enough to watch, and to cancel.
 AGENTWEB_LOCAL_TOKEN_DELAY = env_float("AGENTWEB_LOCAL_TOKEN_DELAY", 0.03)
 # Longest message accepted from the chat box, in characters.
-AGENTWEB_MAX_MESSAGE_CHARS = int(env_str("AGENTWEB_MAX_MESSAGE_CHARS", "100000"))
+AGENTWEB_MAX_MESSAGE_CHARS = env_int("AGENTWEB_MAX_MESSAGE_CHARS", 100_000)
 # Streamed text goes to the page in batches at most this far apart (fewer, larger frames).
 AGENTWEB_DELTA_BATCH_SECONDS = env_float("AGENTWEB_DELTA_BATCH_SECONDS", 0.03)
 # A generation's claim on its session lasts this long unless its process renews it.

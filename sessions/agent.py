@@ -17,10 +17,10 @@ from typing import Any
 from channels.db import database_sync_to_async
 
 from . import handoff, store
+from .context import add_to_context, estimate_tokens
 from .handoff import NothingToHandOff, StructureReport
 from .models import ChatSession, Entry, PendingPrompt, Preferences
 from .providers import Provider, ProviderError, StreamEnd, TextDelta, Usage, get_provider
-from .providers.local import estimate_tokens
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +132,7 @@ class AgentSession:
                 [{"type": "text", "text": text}],
                 data={"purpose": purpose} if purpose else None,
             )
-            store.add_to_context(self.messages, Entry.Role.USER, text)
+            add_to_context(self.messages, Entry.Role.USER, text)
             await self._emit("message_start", role=Entry.Role.USER, entry=user, purpose=purpose)
             await self._emit("message_end", role=Entry.Role.USER, entry=user, purpose=purpose)
             reply = await self._reply(purpose)
@@ -196,7 +196,7 @@ class AgentSession:
         entry = await asyncio.shield(save)
         self.partial_text = ""
         if status != Entry.Status.FAILED:
-            store.add_to_context(self.messages, Entry.Role.ASSISTANT, reply.text)
+            add_to_context(self.messages, Entry.Role.ASSISTANT, reply.text)
         await self._emit("message_end", role=Entry.Role.ASSISTANT, entry=entry, purpose=purpose)
         if outer_cancelled:
             raise asyncio.CancelledError

@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.urls import reverse
@@ -38,8 +39,12 @@ class ChatSession(models.Model):
     chain_root = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
-    # Input tokens of the last model call: the size of the context the model saw.
+    # The size of the context, as the reference agent estimates it: the last reply's
+    # reported usage plus an estimate of what came after it (kept up to date by the store).
     context_tokens = models.PositiveIntegerField(default=0)
+    # An imported session: the model its file ran on ("provider/model"), and its working folder.
+    imported_model = models.CharField(max_length=200, blank=True)
+    cwd = models.CharField(max_length=500, blank=True)
 
     # The claim of the one generation allowed per session (SPEC B8, B12).
     generation_id = models.CharField(max_length=40, blank=True)
@@ -189,6 +194,19 @@ class Preferences(models.Model):
     # SPEC B14: review and edit the handoff document before the switch.
     review_handoff = models.BooleanField(
         default=False, help_text="Review and edit a handoff document before switching."
+    )
+    # Hand off by itself before a prompt would take the context past this share of the window.
+    auto_handoff_at = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(10), MaxValueValidator(100)],
+        help_text="Percent of the model's context window; empty: never.",
+    )
+    # Salient items a handoff document dropped: ask Claude to work them in (one more streamed
+    # round) instead of appending them as agentweb's own "Also carried over" section.
+    amend_handoff = models.BooleanField(
+        default=False,
+        help_text="With Claude: one more streamed round works dropped items in.",
     )
 
     class Meta:

@@ -18,8 +18,9 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from . import handoff, store
+from . import context, handoff, store
 from .models import ChatSession, Entry, text_of
+from .providers import catalog
 
 MAX_IMPORT_BYTES = 16 * 1024 * 1024
 KINDS = {kind.value for kind in Entry.Kind}
@@ -29,7 +30,12 @@ STOP_REASONS = {
     Entry.Status.FAILED: "error",
 }
 STATUSES = {"aborted": Entry.Status.ABORTED, "error": Entry.Status.FAILED}
-MESSAGE_EXTRAS = ("api", "provider", "usage", "toolCallId", "toolName", "isError", "details")
+# Message fields with columns of their own; every other field is kept in `data["message"]`.
+MESSAGE_COLUMNS = (
+    "role", "content", "timestamp", "model", "stopReason", "errorMessage", "agentwebPurpose"
+)  # fmt: skip
+# Fields that name another entry of the file: kept as entry keys, written back as new ids.
+REFERENCES = ("firstKeptEntryId", "fromId", "targetId")
 
 
 class InvalidSessionFile(ValueError):
@@ -78,18 +84,20 @@ def _entry_line(entry: Entry) -> dict[str, Any]:
             "role": entry.role,
             "content": entry.content,
             "timestamp": int(entry.created_at.timestamp() * 1000),
-            **{k: v for k, v in entry.data.get("message", {}).items() if k in MESSAGE_EXTRAS},
+            **entry.data.get("message", {}),
         }
         if entry.role == Entry.Role.ASSISTANT:
-            message.update(
-                model=entry.model,
-                usage={
+            message.setdefault(
+                "usage",
+                {
                     "input": entry.input_tokens,
                     "output": entry.output_tokens,
                     "cacheRead": 0,
                     "cacheWrite": 0,
                 },
-                stopReason=STOP_REASONS.get(Entry.Status(entry.status), "stop"),
+            )
+            message.update(
+                model=entry.model, stopReason=STOP_REASONS.get(Entry.Status(entry.status), "stop")
             )
             if entry.error:
                 message["errorMessage"] = entry.error
@@ -103,6 +111,9 @@ def _entry_line(entry: Entry) -> dict[str, Any]:
             line["details"] = details
     elif "fields" in entry.data:  # a kind agentweb keeps but does not run: as it came
         line.update(entry.data["fields"])
+        line.pop("firstKeptEntryIndex", None)  # version 1's form: written as an id instead
+        for name, target in entry.data.get("refs", {}).items():
+            line[name] = f"{target:08x}"
     else:  # agentweb's own records (an interruption, a failed switch)
         line.update(customType=entry.custom_type, data={"text": entry.text}, display=entry.display)
     return line
@@ -146,10 +157,9 @@ def import_jsonl(owner: User, lines: list[str]) -> ChatSession:
     entries = rows[1:]
     parents = _parents(header, entries)
     with transaction.atomic():
+        # It runs on this server's default model; the file's model is shown, not used.
         session = store.new_session(
-            owner,
-            model=str(header.get("modelId") or header.get("model") or "local"),
-            title=str(header.get("title") or "")[:200],
+            owner, model=catalog.default_model(), title=str(header.get("title") or "")[:200]
         )
         created = Entry.objects.bulk_create(
             [_entry(session, number, line) for number, line in entries]
@@ -158,12 +168,71 @@ def import_jsonl(owner: User, lines: list[str]) -> ChatSession:
         for (_, parent_key), entry in zip(parents, created, strict=True):
             entry.parent = by_key[parent_key] if parent_key is not None else None
         Entry.objects.bulk_update(created, ["parent"], batch_size=500)
+        _resolve_references(created, by_key, [key for key, _ in parents])
         leaf = created[-1] if created else None
+        branch = _branch_of(created)
         ChatSession.objects.filter(pk=session.pk).update(
-            leaf=leaf, title=session.title or _title(created)
+            leaf=leaf,
+            title=session.title or _title(created),
+            imported_model=_file_model(header, branch)[:200],
+            cwd=str(header.get("cwd") or "")[:500],
+            context_tokens=context.context_tokens(branch),
         )
     session.refresh_from_db()
     return session
+
+
+def _resolve_references(created: list[Entry], by_key: dict[str, Entry], keys: list[str]) -> None:
+    """Point `firstKeptEntryId`, `fromId` and `targetId` at entries of the new session.
+
+    Version 1 compactions give `firstKeptEntryIndex`, an index into the file's lines with
+    the header at 0 (so entry i of the file is line i + 1), as the reference agent reads it.
+    """
+    changed = []
+    for entry in created:
+        fields = entry.data.get("fields")
+        if not isinstance(fields, dict):
+            continue
+        refs: dict[str, int] = {}
+        for name in REFERENCES:
+            target = by_key.get(fields[name]) if isinstance(fields.get(name), str) else None
+            if target is not None:
+                refs[name] = target.pk
+        index = fields.get("firstKeptEntryIndex")
+        if isinstance(index, int) and not isinstance(index, bool) and 1 <= index <= len(keys):
+            refs["firstKeptEntryId"] = by_key[keys[index - 1]].pk
+        if refs:
+            entry.data["refs"] = refs
+            changed.append(entry)
+    Entry.objects.bulk_update(changed, ["data"], batch_size=500)
+
+
+def _branch_of(entries: list[Entry]) -> list[Entry]:
+    """The branch that ends at the last entry (the file's leaf), root first."""
+    by_id = {entry.pk: entry for entry in entries}
+    branch: list[Entry] = []
+    current = entries[-1] if entries else None
+    while current is not None:
+        branch.append(current)
+        current = by_id.get(current.parent_id) if current.parent_id else None
+    return branch[::-1]
+
+
+def _file_model(header: dict[str, Any], branch: list[Entry]) -> str:
+    """The model the file last ran on: its last model change or reply on the branch, or the
+    header's (the reference agent's rule), as `provider/model`."""
+    for entry in reversed(branch):
+        fields = entry.data.get("fields", {})
+        if entry.kind == Entry.Kind.MODEL_CHANGE and (fields.get("modelId") or fields.get("model")):
+            return _model_name(fields.get("provider"), fields.get("modelId") or fields["model"])
+        if entry.kind == Entry.Kind.MESSAGE and entry.role == Entry.Role.ASSISTANT and entry.model:
+            return _model_name(entry.data.get("message", {}).get("provider"), entry.model)
+    model = header.get("modelId") or header.get("model")
+    return _model_name(header.get("provider"), model) if model else ""
+
+
+def _model_name(provider: Any, model: Any) -> str:
+    return f"{provider}/{model}" if provider else str(model)
 
 
 def _parse(lines: list[str]) -> Iterable[tuple[int, dict[str, Any]]]:
@@ -248,7 +317,9 @@ def _entry(session: ChatSession, number: int, line: dict[str, Any]) -> Entry:
     if kind == Entry.Kind.MESSAGE:
         message = line["message"]
         usage = message.get("usage") if isinstance(message.get("usage"), dict) else {}
-        data: dict[str, Any] = {"message": {k: message[k] for k in MESSAGE_EXTRAS if k in message}}
+        data: dict[str, Any] = {
+            "message": {k: v for k, v in message.items() if k not in MESSAGE_COLUMNS}
+        }
         if message.get("agentwebPurpose"):
             data["purpose"] = message["agentwebPurpose"]
         return Entry(

@@ -7,18 +7,20 @@ Branch walks cost one query however long the session is.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
+from .context import LLMMessage, build_context, entry_parts
 from .models import ChatSession, Entry, PendingPrompt, PromptTemplate, text_of
 
 TITLE_LENGTH = 80
 TEMPLATE_CALL = re.compile(r"^/(?P<name>[a-z][a-z0-9_-]*)(?:\s+(?P<args>.*))?$", re.DOTALL)
-LLMMessage = dict[str, Any]
+__all__ = ["LLMMessage", "build_context"]  # the session manager's names, built in context.py
 
 
 def new_session(
@@ -83,11 +85,6 @@ def append_message(
         title = " ".join(first_line.split())[:TITLE_LENGTH]
         ChatSession.objects.filter(pk=session.pk, title="").update(title=title)
         session.title = title
-    if input_tokens:
-        ChatSession.objects.filter(pk=session.pk).update(
-            context_tokens=input_tokens + output_tokens
-        )
-        session.context_tokens = input_tokens + output_tokens
     return entry
 
 
@@ -122,7 +119,11 @@ def append_custom(session: ChatSession, custom_type: str, text: str) -> Entry:
 
 
 def _append(session: ChatSession, **fields: Any) -> Entry:
-    """Add an entry under the current leaf and make it the leaf, atomically."""
+    """Add an entry under the current leaf and make it the leaf, atomically.
+
+    The session's context size follows, as the reference agent estimates it: a reply
+    that reports its usage sets it; anything else that reaches the model adds its estimate.
+    """
     with transaction.atomic():
         leaf_id = (
             ChatSession.objects.select_for_update()
@@ -130,31 +131,15 @@ def _append(session: ChatSession, **fields: Any) -> Entry:
             .get(pk=session.pk)
         )
         entry = Entry.objects.create(session_id=session.pk, parent_id=leaf_id, **fields)
-        ChatSession.objects.filter(pk=session.pk).update(leaf=entry, updated_at=timezone.now())
+        reported = entry.input_tokens + entry.output_tokens if entry.input_tokens else 0
+        added = sum(part.tokens for part in entry_parts(entry))
+        size: Any = reported or F("context_tokens") + added
+        ChatSession.objects.filter(pk=session.pk).update(
+            leaf=entry, updated_at=timezone.now(), context_tokens=size
+        )
     session.leaf = entry
+    session.context_tokens = reported or session.context_tokens + added
     return entry
-
-
-def build_context(entries: Iterable[Entry]) -> list[LLMMessage]:
-    """The LLM messages of a branch (the reference agent's build_session_context).
-
-    `message` entries keep their role; a `custom_message` speaks as the user.
-    Empty messages (a reply cancelled before its first token) are left out, and
-    consecutive messages of one role are merged, as the Messages API expects.
-    """
-    messages: list[LLMMessage] = []
-    for entry in entries:
-        if entry.kind == Entry.Kind.MESSAGE and entry.role in (
-            Entry.Role.USER,
-            Entry.Role.ASSISTANT,
-        ):
-            role = entry.role
-        elif entry.kind == Entry.Kind.CUSTOM_MESSAGE:
-            role = Entry.Role.USER
-        else:
-            continue
-        add_to_context(messages, role, entry.text)
-    return messages
 
 
 def session_context(session: ChatSession) -> list[LLMMessage]:
@@ -168,16 +153,6 @@ def count_messages(entries: Sequence[Entry]) -> int:
 
 def owned_session(owner: User, session_id: int) -> ChatSession | None:
     return ChatSession.objects.filter(pk=session_id, owner=owner).first()
-
-
-def add_to_context(messages: list[LLMMessage], role: str, text: str) -> None:
-    """Append one message to an LLM message list the way build_context does."""
-    if not text.strip():
-        return
-    if messages and messages[-1]["role"] == role:
-        messages[-1]["content"].append({"type": "text", "text": text})
-    else:
-        messages.append({"role": role, "content": [{"type": "text", "text": text}]})
 
 
 def hand_off(
@@ -208,9 +183,6 @@ def hand_off(
         PendingPrompt.objects.filter(session_id=old.pk).update(session_id=new.pk)
         if generation_id:
             _move_claim(old, new, generation_id)
-        ChatSession.objects.filter(pk=new.pk).update(
-            context_tokens=data.get("context_tokens_after", 0)
-        )
     return new
 
 

@@ -41,6 +41,7 @@ def fake_anthropic(fake_server: FakeAnthropic, settings: Any) -> FakeAnthropic:
     settings.ANTHROPIC_BASE_URL = fake_server.url
     settings.ANTHROPIC_API_KEY = "test-key"
     settings.AGENTWEB_MAX_RETRIES = 0
+    settings.AGENTWEB_CLAUDE_MODELS = [FAKE_MODEL, *settings.AGENTWEB_CLAUDE_MODELS]
     return fake_server
 
 

@@ -111,9 +111,20 @@ def test_a_version_1_file_is_one_linear_branch_and_can_be_continued(owner):
     assert [e.kind for e in branch] == ["message", "model_change", "message"]
     assert branch[1].data["fields"]["modelId"] == "claude-x"
     assert session.title == "Hello"
+    assert (session.imported_model, session.cwd, session.model) == (
+        "anthropic/claude-x",
+        "/w",
+        "local",
+    )
     assert store.session_context(session) == [
         {"role": "user", "content": [{"type": "text", "text": "Hello\nthere"}]},
-        {"role": "assistant", "content": [{"type": "text", "text": "Hi"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "[Assistant thinking]: hm"},
+                {"type": "text", "text": "Hi"},
+            ],
+        },
     ]
 
 

@@ -59,14 +59,16 @@ def test_context_joins_consecutive_messages_of_one_role_and_skips_empty_ones(own
     ]
 
 
-def test_context_ignores_non_text_blocks_and_unknown_kinds(owner):
+def test_an_image_reaches_the_model_as_a_placeholder_and_a_label_not_at_all(owner):
     session = make_session(owner)
     store.append_message(
-        session, "user", [{"type": "image", "data": "…"}, {"type": "text", "text": "look"}]
+        session,
+        "user",
+        [{"type": "image", "data": "…", "mimeType": "image/png"}, {"type": "text", "text": "look"}],
     )
     store._append(session, kind=Entry.Kind.LABEL, data={"label": "x"})
     assert store.session_context(session) == [
-        {"role": "user", "content": [{"type": "text", "text": "look"}]}
+        {"role": "user", "content": [{"type": "text", "text": "[image: image/png]\nlook"}]}
     ]
 
 

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from typing import Any
+
 from django.conf import settings
 
-from .base import Provider, ProviderError, StreamEnd, TextDelta, Usage
+from . import catalog
+from .base import Provider, ProviderError, ProviderEvent, StreamEnd, TextDelta, Usage
+from .catalog import LOCAL, ModelSpec
 
 __all__ = [
+    "LOCAL",
+    "ModelSpec",
     "Provider",
     "ProviderError",
     "StreamEnd",
@@ -16,25 +23,47 @@ __all__ = [
     "label_for",
 ]
 
-LOCAL = "local"
-
 
 def get_provider(model: str) -> Provider:
-    """The provider for a session's model name: `local`, or a Claude model id."""
+    """The provider for a session's model: `local`, an offered Claude model, or one that
+    explains why the model cannot run here."""
+    if not catalog.is_offered(model):
+        return UnavailableProvider(model)
+    spec = catalog.spec(model)
     if model == LOCAL:
         from .local import LocalProvider
 
-        return LocalProvider(token_delay=settings.AGENTWEB_LOCAL_TOKEN_DELAY)
+        return LocalProvider(token_delay=settings.AGENTWEB_LOCAL_TOKEN_DELAY, spec=spec)
     from .anthropic import AnthropicProvider
 
     return AnthropicProvider(
         model=model,
         api_key=settings.ANTHROPIC_API_KEY or None,
         base_url=settings.ANTHROPIC_BASE_URL,
-        max_tokens=settings.AGENTWEB_MAX_TOKENS,
+        max_tokens=spec.max_output,
         max_retries=settings.AGENTWEB_MAX_RETRIES,
+        spec=spec,
     )
 
 
 def label_for(model: str) -> str:
-    return "Offline model (local)" if model == LOCAL else model
+    return catalog.spec(model).label if model else ""
+
+
+class UnavailableProvider(Provider):
+    """A model this server does not offer: every call fails with the reason, in plain words."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.spec = catalog.spec(model)
+
+    async def stream(
+        self, messages: list[dict[str, Any]], *, system: str | None = None
+    ) -> AsyncIterator[ProviderEvent]:
+        raise ProviderError(catalog.unavailable_reason(self.model), kind="unavailable")
+        yield  # an async generator that fails at its first step
+
+    async def count_tokens(
+        self, messages: list[dict[str, Any]], *, system: str | None = None
+    ) -> int:
+        raise ProviderError(catalog.unavailable_reason(self.model), kind="unavailable")

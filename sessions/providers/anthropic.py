@@ -8,7 +8,9 @@ from typing import Any, cast
 import anthropic
 import httpx2
 
+from . import catalog
 from .base import Provider, ProviderError, ProviderEvent, StreamEnd, TextDelta, Usage
+from .catalog import ModelSpec
 
 
 class AnthropicProvider(Provider):
@@ -20,8 +22,10 @@ class AnthropicProvider(Provider):
         base_url: str | None,
         max_tokens: int = 8192,
         max_retries: int = 2,
+        spec: ModelSpec | None = None,
     ) -> None:
         self.model = model
+        self.spec = spec or catalog.spec(model)
         self.max_tokens = max_tokens
         self.client_options: dict[str, Any] = {
             "api_key": api_key,
@@ -34,8 +38,7 @@ class AnthropicProvider(Provider):
     ) -> AsyncIterator[ProviderEvent]:
         extra: dict[str, Any] = {"system": system} if system else {}
         stopped = False
-        # A client per call: its connections close with the call, cancelled or not.
-        client = anthropic.AsyncAnthropic(**self.client_options)
+        client = self._client()
         try:
             async with client.messages.stream(
                 model=self.model,
@@ -55,7 +58,7 @@ class AnthropicProvider(Provider):
                     )
                 final = await stream.get_final_message()
         except anthropic.APIStatusError as error:
-            raise _status_error(error) from error
+            raise _status_error(error, self.spec) from error
         except (anthropic.APIConnectionError, httpx2.TransportError) as error:
             raise ProviderError(f"network connection lost ({error})", kind="network") from error
         except anthropic.AnthropicError as error:
@@ -67,6 +70,30 @@ class AnthropicProvider(Provider):
             final.stop_reason or "end_turn",
         )
 
+    async def count_tokens(
+        self, messages: list[dict[str, Any]], *, system: str | None = None
+    ) -> int:
+        """The API's own count (`/v1/messages/count_tokens`): exact, and free."""
+        extra: dict[str, Any] = {"system": system} if system else {}
+        client = self._client()
+        try:
+            counted = await client.messages.count_tokens(
+                model=self.model, messages=cast(Any, messages), **extra
+            )
+        except anthropic.APIStatusError as error:
+            raise _status_error(error, self.spec) from error
+        except (anthropic.APIConnectionError, httpx2.TransportError) as error:
+            raise ProviderError(f"network connection lost ({error})", kind="network") from error
+        finally:
+            await client.close()
+        return counted.input_tokens
+
+    def _client(self) -> anthropic.AsyncAnthropic:
+        """A client per call: its connections close with the call, cancelled or not."""
+        if not self.client_options["api_key"]:
+            raise ProviderError(catalog.unavailable_reason(self.model), kind="auth")
+        return anthropic.AsyncAnthropic(**self.client_options)
+
 
 _REASONS_BY_TYPE = {
     "rate_limit_error": ("rate limited by the API, try again shortly", "rate_limited"),
@@ -76,15 +103,23 @@ _REASONS_BY_TYPE = {
 }
 
 
-def _status_error(error: anthropic.APIStatusError) -> ProviderError:
+TOO_LONG = ("prompt is too long", "exceed context limit")
+
+
+def _status_error(error: anthropic.APIStatusError, spec: ModelSpec) -> ProviderError:
     """Name the real cause: an HTTP status, or the `error` event inside a 200 stream."""
+    detail = error.api_message or str(error)
+    if error.status_code == 400 and any(words in detail for words in TOO_LONG):
+        return ProviderError(
+            f"the conversation is too long for {spec.label}'s context window ({detail})",
+            kind="too_long",
+        )
     error_type = error.type or {
         429: "rate_limit_error",
         529: "overloaded_error",
         401: "authentication_error",
     }.get(error.status_code, "")
     reason, kind = _REASONS_BY_TYPE.get(error_type, (None, "api"))
-    detail = error.api_message or str(error)
     if reason is None:
         status = f" {error.status_code}" if error.status_code != 200 else ""
         reason = f"API error{status}: {detail}"

@@ -5,7 +5,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from ..context import estimate_tokens, message_tokens
+
+if TYPE_CHECKING:
+    from .catalog import ModelSpec
 
 
 @dataclass(frozen=True)
@@ -31,7 +36,8 @@ ProviderEvent = TextDelta | StreamEnd
 class ProviderError(Exception):
     """Any failure of a model call, with a reason a person can read.
 
-    `kind` is one of: rate_limited, overloaded, network, auth, api, no_text.
+    `kind` is one of: rate_limited, overloaded, network, auth, api, no_text, too_long,
+    unavailable.
     """
 
     def __init__(self, reason: str, *, kind: str = "api") -> None:
@@ -42,6 +48,7 @@ class ProviderError(Exception):
 
 class Provider(ABC):
     model: str
+    spec: ModelSpec  # the model's window and maximum output
 
     @abstractmethod
     def stream(
@@ -50,5 +57,12 @@ class Provider(ABC):
         """Yield TextDelta events, then exactly one StreamEnd; raise ProviderError on failure.
 
         Cancelling the consuming task (or closing the iterator) must close the
-        model connection.
+        model connection. A request larger than the model's window fails with
+        kind `too_long`, as the API refuses it.
         """
+
+    async def count_tokens(
+        self, messages: list[dict[str, Any]], *, system: str | None = None
+    ) -> int:
+        """The input tokens a request would cost, as the model counts them."""
+        return message_tokens(messages) + estimate_tokens(system or "")

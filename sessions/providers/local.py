@@ -12,8 +12,11 @@ import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from ..context import estimate_tokens
 from ..coverage import extract
-from .base import Provider, ProviderEvent, StreamEnd, TextDelta, Usage
+from . import catalog
+from .base import Provider, ProviderError, ProviderEvent, StreamEnd, TextDelta, Usage
+from .catalog import LOCAL, ModelSpec
 
 HEADING = re.compile(r"^\s*#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 TOKEN = re.compile(r"\s*\S+\s*|\s+")
@@ -52,28 +55,34 @@ CONCRETE_INTRO = "Concrete items I noticed:"
 HANDOFF_TIP = "Type `/handoff` when this conversation gets long."
 
 
-def estimate_tokens(text: str) -> int:
-    return max(1, len(text) // 4) if text else 0
-
-
 class LocalProvider(Provider):
-    model = "local"
+    model = LOCAL
 
-    def __init__(self, token_delay: float = 0.03) -> None:
+    def __init__(self, token_delay: float = 0.03, spec: ModelSpec | None = None) -> None:
         self.token_delay = token_delay
+        self.spec = spec or catalog.spec(LOCAL)
 
     async def stream(
         self, messages: list[dict[str, Any]], *, system: str | None = None
     ) -> AsyncIterator[ProviderEvent]:
-        reply = respond(messages)
+        tokens = await self.count_tokens(messages, system=system)
+        if tokens > self.spec.window - self.spec.max_output:
+            # As the API does: a request that cannot fit with its output is refused.
+            raise ProviderError(
+                f"the conversation is too long for {self.spec.label}'s context window (input "
+                f"length and max_tokens exceed context limit: {tokens} + {self.spec.max_output} "
+                f"> {self.spec.window})",
+                kind="too_long",
+            )
+        # Reading a long history takes a while: off the event loop, which serves every tab.
+        reply = await asyncio.to_thread(respond, messages)
         for token in TOKEN.findall(reply):
             if self.token_delay:
                 await asyncio.sleep(self.token_delay)
             else:
                 await asyncio.sleep(0)
             yield TextDelta(token)
-        prompt_text = "\n".join(_text(m) for m in messages) + (system or "")
-        yield StreamEnd(Usage(estimate_tokens(prompt_text), estimate_tokens(reply)), "end_turn")
+        yield StreamEnd(Usage(tokens, estimate_tokens(reply)), "end_turn")
 
 
 def respond(messages: list[dict[str, Any]]) -> str:

@@ -1,0 +1,302 @@
+"""The session context: what the model is sent for a branch (the reference agent's
+`buildSessionContext`, SPEC.md §5).
+
+* The latest compaction on the branch comes first, as a user message holding its
+  summary; then the kept entries, from its first kept entry up to it; then everything
+  after it. Without a compaction, every entry goes in.
+* `custom_message`, `branch_summary` and the user's own bash executions speak as the
+  user; tool results do too, as the Messages API has them.
+* agentweb defines no tools, so tool calls, tool results, bash executions and thinking
+  travel as compact labelled text, in the form the reference agent uses when it
+  serialises a conversation for its summariser. Images become a placeholder naming
+  their type.
+
+The context is built as `Part`s (one per block, labelled by what it is) so the handoff can
+clip, leave out or summarise the right ones when the context is larger than the window;
+`to_messages` merges them into the API's alternating user / assistant messages.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .models import Entry
+
+LLMMessage = dict[str, Any]
+
+USER = "user"
+ASSISTANT = "assistant"
+
+COMPACTION_PREFIX = (
+    "The conversation history before this point was compacted into the following summary:"
+    "\n\n<summary>\n"
+)
+COMPACTION_SUFFIX = "\n</summary>"
+BRANCH_SUMMARY_PREFIX = (
+    "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
+)
+BRANCH_SUMMARY_SUFFIX = "</summary>"
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens a text costs, estimated on the safe side: a token per three bytes of UTF-8.
+
+    The reference agent divides characters by four. Code and CJK text tokenize denser
+    than that, and an underestimate means the API refuses the request, so agentweb
+    counts UTF-8 bytes (a CJK character is three) and divides by three.
+    """
+    return math.ceil(len(text.encode("utf-8", "surrogatepass")) / 3) if text else 0
+
+
+@dataclass(frozen=True)
+class Part:
+    """One block of the context: who says it, its text, and what it is.
+
+    kind: summary (a compaction's), text, thinking, tool_call, tool_result, bash,
+    custom (a custom_message), branch_summary, notes (agentweb's own summary of a stretch).
+    `kept` marks entries kept from before the latest compaction (the first to go when
+    the context must shrink).
+    """
+
+    role: str
+    text: str
+    kind: str
+    entry_id: int = 0
+    kept: bool = False
+    error: bool = False
+    name: str = ""  # the tool's name, for tool calls and results
+
+    @property
+    def tokens(self) -> int:
+        return estimate_tokens(self.text)
+
+    @property
+    def labelled(self) -> str:
+        """The part as the summariser's transcript shows it: `[User]: …`, `[Assistant]: …`."""
+        if self.kind == "text":
+            return f"[{'User' if self.role == USER else 'Assistant'}]: {self.text}"
+        return self.text
+
+    def clipped(self, keep_chars: int) -> Part:
+        return replace(self, text=excerpt(self.text, keep_chars))
+
+
+# --- from entries to parts ---------------------------------------------------------------
+def latest_compaction(entries: Sequence[Entry]) -> int | None:
+    """The index of the branch's latest compaction, if it has one."""
+    for index in range(len(entries) - 1, -1, -1):
+        if entries[index].kind == Entry.Kind.COMPACTION:
+            return index
+    return None
+
+
+def context_parts(entries: Sequence[Entry]) -> list[Part]:
+    """The branch's context as parts, in the order the model reads them."""
+    at = latest_compaction(entries)
+    if at is None:
+        return [part for entry in entries for part in entry_parts(entry)]
+    compaction = entries[at]
+    summary = compaction.data.get("fields", {}).get("summary") or compaction.text
+    parts = [
+        Part(USER, f"{COMPACTION_PREFIX}{summary}{COMPACTION_SUFFIX}", "summary", compaction.pk)
+    ]
+    first_kept = compaction.data.get("refs", {}).get("firstKeptEntryId")
+    start = next((i for i in range(at) if entries[i].pk == first_kept), at)
+    for entry in entries[start:at]:
+        parts += [replace(part, kept=True) for part in entry_parts(entry)]
+    for entry in entries[at + 1 :]:
+        parts += entry_parts(entry)
+    return parts
+
+
+def entry_parts(entry: Entry) -> list[Part]:
+    """What one entry contributes to the context (nothing, for most kinds that are not messages)."""
+    if entry.kind == Entry.Kind.CUSTOM_MESSAGE:
+        return _blocks_as_parts(USER, entry.content, "custom", entry.pk)
+    if entry.kind == Entry.Kind.BRANCH_SUMMARY:
+        summary = entry.data.get("fields", {}).get("summary") or entry.text
+        if not summary:
+            return []
+        text = f"{BRANCH_SUMMARY_PREFIX}{summary}{BRANCH_SUMMARY_SUFFIX}"
+        return [Part(USER, text, "branch_summary", entry.pk)]
+    if entry.kind != Entry.Kind.MESSAGE:
+        return []
+    message = entry.data.get("message", {})
+    if entry.role == Entry.Role.ASSISTANT:
+        if entry.status == Entry.Status.FAILED:
+            return []  # a failed reply's fragment is not something the model said
+        return _assistant_parts(entry)
+    if entry.role == Entry.Role.TOOL_RESULT:
+        return _tool_result_parts(entry, message)
+    if entry.role == "bashExecution":
+        if message.get("excludeFromContext"):
+            return []
+        return [Part(USER, bash_text(message), "bash", entry.pk, error=_bash_failed(message))]
+    # user, and the reference agent's own user-side roles (custom, hookMessage)
+    return _blocks_as_parts(USER, entry.content, "text", entry.pk)
+
+
+def _assistant_parts(entry: Entry) -> list[Part]:
+    parts: list[Part] = []
+    for block in _block_list(entry.content):
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            parts.append(Part(ASSISTANT, block["text"], "text", entry.pk))
+        elif kind == "thinking" and isinstance(block.get("thinking"), str) and block["thinking"]:
+            text = f"[Assistant thinking]: {block['thinking']}"
+            parts.append(Part(ASSISTANT, text, "thinking", entry.pk))
+        elif kind == "toolCall":
+            name = str(block.get("name") or "tool")
+            text = f"[Assistant tool call]: {tool_call_line(block)}"
+            parts.append(Part(ASSISTANT, text, "tool_call", entry.pk, name=name))
+    return parts
+
+
+def _tool_result_parts(entry: Entry, message: dict[str, Any]) -> list[Part]:
+    name = str(message.get("toolName") or "tool")
+    error = bool(message.get("isError"))
+    body = "\n".join(_block_texts(entry.content)) or "(no output)"
+    label = f"[Tool result: {name}{', error' if error else ''}]"
+    return [Part(USER, f"{label}: {body}", "tool_result", entry.pk, error=error, name=name)]
+
+
+def _blocks_as_parts(role: str, content: Any, kind: str, entry_id: int) -> list[Part]:
+    text = "\n".join(_block_texts(content))
+    return [Part(role, text, kind, entry_id)] if text.strip() else []
+
+
+def _block_texts(content: Any) -> Iterable[str]:
+    if isinstance(content, str):
+        yield content
+        return
+    for block in _block_list(content):
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            yield block["text"]
+        elif block.get("type") == "image":
+            yield image_placeholder(block)
+
+
+def _block_list(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [block for block in content or [] if isinstance(block, dict)]
+
+
+def image_placeholder(block: dict[str, Any]) -> str:
+    return f"[image: {block.get('mimeType') or block.get('mime_type') or 'unknown type'}]"
+
+
+def tool_call_line(block: dict[str, Any]) -> str:
+    """`name(key="value", …)`: a tool call on one line, as the reference summariser writes it."""
+    arguments = block.get("arguments")
+    if isinstance(arguments, dict):
+        shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
+    elif arguments in (None, ""):
+        shown = ""
+    else:
+        shown = json.dumps(arguments, ensure_ascii=False)
+    return f"{block.get('name') or 'tool'}({shown})"
+
+
+def bash_text(message: dict[str, Any]) -> str:
+    """A bash execution as the reference agent puts it in the context."""
+    command, output = str(message.get("command", "")), str(message.get("output", ""))
+    text = f"Ran `{command}`\n" + (f"```\n{output}\n```" if output else "(no output)")
+    exit_code = message.get("exitCode")
+    if message.get("cancelled"):
+        text += "\n\n(command cancelled)"
+    elif isinstance(exit_code, int) and exit_code != 0:
+        text += f"\n\nCommand exited with code {exit_code}"
+    if message.get("truncated") and message.get("fullOutputPath"):
+        text += f"\n\n[Output truncated. Full output: {message['fullOutputPath']}]"
+    return text
+
+
+def _bash_failed(message: dict[str, Any]) -> bool:
+    exit_code = message.get("exitCode")
+    return isinstance(exit_code, int) and exit_code != 0
+
+
+# --- from parts to messages --------------------------------------------------------------
+def to_messages(parts: Iterable[Part]) -> list[LLMMessage]:
+    """The API's messages: consecutive parts of one role merged, empty ones left out."""
+    messages: list[LLMMessage] = []
+    for part in parts:
+        add_to_context(messages, part.role, part.text)
+    return messages
+
+
+def add_to_context(messages: list[LLMMessage], role: str, text: str) -> None:
+    """Append one text to an LLM message list the way `to_messages` does."""
+    if not text.strip():
+        return
+    if messages and messages[-1]["role"] == role:
+        messages[-1]["content"].append({"type": "text", "text": text})
+    else:
+        messages.append({"role": role, "content": [{"type": "text", "text": text}]})
+
+
+def build_context(entries: Sequence[Entry]) -> list[LLMMessage]:
+    """The LLM messages of a branch."""
+    return to_messages(context_parts(entries))
+
+
+def serialize(parts: Iterable[Part]) -> str:
+    """A stretch of conversation as one labelled transcript, for a model to take notes on."""
+    return "\n\n".join(part.labelled for part in parts if part.text.strip())
+
+
+def message_tokens(messages: Iterable[LLMMessage]) -> int:
+    return sum(
+        estimate_tokens(block.get("text", ""))
+        for message in messages
+        for block in message["content"]
+        if isinstance(block, dict)
+    )
+
+
+def excerpt(text: str, keep_chars: int) -> str:
+    """The head and the tail of a long text, with a note of how much was left out between."""
+    if len(text) <= keep_chars:
+        return text
+    head = keep_chars * 2 // 3
+    tail = keep_chars - head
+    left_out = len(text) - head - tail
+    return f"{text[:head]}\n[… {left_out:,} characters clipped by agentweb …]\n{text[-tail:]}"
+
+
+# --- how big the context is ----------------------------------------------------------------
+def usage_tokens(entry: Entry) -> int:
+    """The context size an assistant reply's usage reports (the reference agent's figure)."""
+    usage = entry.data.get("message", {}).get("usage")
+    if isinstance(usage, dict):
+        total = usage.get("totalTokens")
+        if isinstance(total, int) and total > 0:
+            return total
+        return sum(
+            value
+            for key in ("input", "output", "cacheRead", "cacheWrite")
+            if isinstance(value := usage.get(key), int)
+        )
+    return entry.input_tokens + entry.output_tokens
+
+
+def context_tokens(entries: Sequence[Entry]) -> int:
+    """The reference agent's estimate: the last reply's reported usage, plus an estimate of
+    what came after it. Without a usable reply after the latest compaction, all is estimated."""
+    at = latest_compaction(entries)
+    floor = at if at is not None else -1
+    for index in range(len(entries) - 1, floor, -1):
+        entry = entries[index]
+        if (
+            entry.kind == Entry.Kind.MESSAGE
+            and entry.role == Entry.Role.ASSISTANT
+            and entry.status == Entry.Status.COMPLETE
+            and (used := usage_tokens(entry))
+        ):
+            return used + sum(part.tokens for e in entries[index + 1 :] for part in entry_parts(e))
+    return sum(part.tokens for part in context_parts(entries))
