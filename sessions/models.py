@@ -137,6 +137,9 @@ class Entry(models.Model):
     output_tokens = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
 
+    # Set by transcript.fold: the tool results the page shows folded under this reply's calls.
+    folded_results: dict[str, Entry] | None = None
+
     class Meta:
         verbose_name_plural = "entries"
         indexes = [models.Index(fields=["session", "id"])]
@@ -148,6 +151,13 @@ class Entry(models.Model):
     def text(self) -> str:
         """The entry's text blocks joined by newlines; other blocks are not text."""
         return text_of(self.content)
+
+    @property
+    def shown_blocks(self) -> list[dict[str, Any]]:
+        """The content as the page shows it (tool work and thinking folded)."""
+        from .transcript import blocks
+
+        return blocks(self)
 
     @property
     def is_handoff(self) -> bool:

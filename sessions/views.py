@@ -12,7 +12,17 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHt
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from . import commands, coverage, handoff, listing, partials, runtime, session_file, store
+from . import (
+    commands,
+    coverage,
+    handoff,
+    listing,
+    partials,
+    runtime,
+    session_file,
+    store,
+    transcript,
+)
 from .forms import ImportForm, PreferencesForm, RenameForm
 from .models import ChatSession, Entry, Preferences
 
@@ -57,9 +67,13 @@ TRANSCRIPT_WINDOW = 200  # entries rendered at once; earlier ones load on demand
 def _window(entries: list[Entry], before: int | None = None) -> dict[str, Any]:
     """The last TRANSCRIPT_WINDOW entries before entry `before` (or the end), and what precedes."""
     end = next((i for i, e in enumerate(entries) if e.pk == before), len(entries))
-    start = max(0, end - TRANSCRIPT_WINDOW)
+    start = transcript.start_of_window(entries, max(0, end - TRANSCRIPT_WINDOW))
     shown = entries[start:end]
-    return {"entries": shown, "earlier": start, "earlier_before": shown[0].pk if shown else 0}
+    return {
+        "entries": transcript.fold(shown),
+        "earlier": start,
+        "earlier_before": shown[0].pk if shown else 0,
+    }
 
 
 def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
@@ -162,8 +176,8 @@ def compare(request: AuthenticatedRequest, session_id: int, other_id: int) -> Ht
             "old": old,
             "new": new,
             "columns": [
-                ("old", old, old_branch, document_entry_id),
-                ("new", new, new_branch, seed and seed.pk),
+                ("old", old, transcript.fold(old_branch), document_entry_id),
+                ("new", new, transcript.fold(new_branch), seed and seed.pk),
             ],
             "chain": chain,
             "same_chain": old.chain_id == new.chain_id,

@@ -1,0 +1,109 @@
+"""What the page shows of a branch: tool work folded, thinking folded, markers for the rest.
+
+A tool call is one line (its name and arguments) with its result folded under it;
+errors are marked. The result's own entry is then not shown a second time. A user's
+bash execution is one line with its output folded; thinking is folded; images are a
+placeholder naming their type (their bytes stay in the database and the export).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .context import bash_text, image_placeholder, tool_call_line
+from .models import Entry
+
+SHOWN_RESULT_CHARS = 20_000  # a longer tool output is cut in the page (the export has it all)
+
+Block = dict[str, Any]
+
+
+def fold(entries: Sequence[Entry]) -> list[Entry]:
+    """The entries to show: each tool result moves under the call it answers."""
+    calls: dict[str, Entry] = {}
+    shown: list[Entry] = []
+    for entry in entries:
+        if entry.kind == Entry.Kind.MESSAGE and entry.role == Entry.Role.ASSISTANT:
+            for block in entry.content or []:
+                if isinstance(block, dict) and block.get("type") == "toolCall":
+                    calls[str(block.get("id"))] = entry
+        elif entry.kind == Entry.Kind.MESSAGE and entry.role == Entry.Role.TOOL_RESULT:
+            call_id = str(entry.data.get("message", {}).get("toolCallId"))
+            caller = calls.get(call_id)
+            if caller is not None:
+                if caller.folded_results is None:
+                    caller.folded_results = {}
+                caller.folded_results[call_id] = entry
+                continue
+        shown.append(entry)
+    return shown
+
+
+def blocks(entry: Entry) -> list[Block]:
+    """An entry's content as the page shows it, block by block."""
+    if entry.kind != Entry.Kind.MESSAGE:
+        return []
+    message = entry.data.get("message", {})
+    if entry.role == Entry.Role.TOOL_RESULT:
+        return [_result_block(entry, str(message.get("toolName") or "tool"), line="")]
+    if entry.role == "bashExecution":
+        return [_bash_block(message)]
+    shown: list[Block] = []
+    for block in entry.content or []:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            shown.append({"kind": "text", "text": block["text"]})
+        elif kind == "thinking" and isinstance(block.get("thinking"), str):
+            shown.append({"kind": "thinking", "text": block["thinking"]})
+        elif kind == "toolCall":
+            result = (entry.folded_results or {}).get(str(block.get("id")))
+            name = str(block.get("name") or "tool")
+            if result is None:
+                shown.append({"kind": "tool", "line": tool_call_line(block), "name": name})
+            else:
+                shown.append(_result_block(result, name, line=tool_call_line(block)))
+        elif kind == "image":
+            shown.append({"kind": "image", "text": image_placeholder(block)})
+    return shown
+
+
+def _result_block(result: Entry, name: str, *, line: str) -> Block:
+    text = "\n".join(
+        b["text"] if b.get("type") == "text" else image_placeholder(b)
+        for b in result.content or []
+        if isinstance(b, dict) and (isinstance(b.get("text"), str) or b.get("type") == "image")
+    )
+    return {
+        "kind": "tool",
+        "line": line or f"{name} result",
+        "name": name,
+        "has_result": True,
+        "result": text[:SHOWN_RESULT_CHARS],
+        "cut": max(0, len(text) - SHOWN_RESULT_CHARS),
+        "error": bool(result.data.get("message", {}).get("isError")),
+    }
+
+
+def _bash_block(message: dict[str, Any]) -> Block:
+    exit_code = message.get("exitCode")
+    output = str(message.get("output", ""))
+    return {
+        "kind": "bash",
+        "line": f"$ {message.get('command', '')}",
+        "result": output[:SHOWN_RESULT_CHARS],
+        "cut": max(0, len(output) - SHOWN_RESULT_CHARS),
+        "error": isinstance(exit_code, int) and exit_code != 0,
+        "exit_code": exit_code,
+        "excluded": bool(message.get("excludeFromContext")),
+        "context_text": bash_text(message),
+    }
+
+
+def start_of_window(entries: Sequence[Entry], start: int) -> int:
+    """Move a window's first entry back so that no tool result is cut off from its call."""
+    while start > 0 and entries[start].role == Entry.Role.TOOL_RESULT:
+        start -= 1
+    return start
