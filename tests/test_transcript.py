@@ -46,7 +46,7 @@ def test_a_compaction_is_a_marker_whose_summary_opens(page):
         page,
         re.DOTALL,
     )
-    assert marker and "Context compacted · 5,000 tokens before" == marker.group(1)
+    assert marker and marker.group(1) == "Context compacted · 5,000 tokens before"
     assert "OLD SUMMARY" in marker.group(2)
     assert "Context compacted · 9,000 tokens before" in page
 
