@@ -130,6 +130,12 @@ class SessionConsumer(AsyncWebsocketConsumer):
     async def session_update(self, event: dict[str, Any]) -> None:
         await self.send(text_data=event["html"])
 
+    async def session_entry(self, event: dict[str, Any]) -> None:
+        """An entry added outside a generation; shown once, whatever a resync already sent."""
+        if event["entry"] > self.after:
+            self.after = event["entry"]
+            await self.send(text_data=event["html"])
+
     async def resync(self) -> None:
         """Bring the page up to date from the database, then from the running job if any."""
         state = await database_sync_to_async(_catch_up)(self.session.pk, self.after)

@@ -10,6 +10,7 @@ from django import forms
 from django.conf import settings
 
 from .models import Preferences
+from .providers import catalog
 
 
 class FrameForm(forms.Form):
@@ -91,8 +92,23 @@ def parse_frame(text_data: str | None) -> Frame:
 class PreferencesForm(forms.ModelForm):
     class Meta:
         model = Preferences
-        fields = ["review_handoff"]
-        labels = {"review_handoff": "Review the handoff document before switching sessions"}
+        fields = ["review_handoff", "auto_handoff_at", "amend_handoff"]
+        labels = {
+            "review_handoff": "Review the handoff document before switching sessions",
+            "auto_handoff_at": "Hand off automatically at this share of the context window (%)",
+            "amend_handoff": "Ask Claude to work items the document dropped into it "
+            "(instead of appending them)",
+        }
+
+
+class ModelForm(forms.Form):
+    """The session page's model picker: one of the models this server offers."""
+
+    model = forms.ChoiceField()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["model"].choices = [(m.id, m.label) for m in catalog.offered()]
 
 
 class RenameForm(forms.Form):

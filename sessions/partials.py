@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils.html import escape, format_html
 
 from .models import ChatSession, Entry
+from .providers import catalog
 
 PAGE = "sessions/session.html"
 
@@ -51,6 +53,9 @@ def status_context(
     interrupted: bool = False,
     context_before: int | None = None,
 ) -> dict[str, Any]:
+    spec = catalog.spec(session.model)
+    share = session.context_tokens / spec.window if spec.window else 0.0
+    offered = catalog.is_offered(session.model)
     return {
         "session": session,
         "generating": generating,
@@ -59,6 +64,12 @@ def status_context(
         "queued": queued,
         "interrupted": interrupted,
         "context_before": context_before,
+        "window": spec.window,
+        "context_percent": round(share * 100),
+        "suggest_handoff": share >= settings.AGENTWEB_HANDOFF_SUGGEST_AT and not generating,
+        "models": catalog.offered(),
+        "model_offered": offered,
+        "model_problem": "" if offered else catalog.unavailable_reason(session.model),
     }
 
 

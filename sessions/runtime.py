@@ -15,6 +15,7 @@ import logging
 import uuid
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
@@ -133,6 +134,14 @@ def status_state(session: ChatSession) -> dict[str, Any]:
         "interrupted": session.was_interrupted,
         "context_before": context_before,
     }
+
+
+def announce_entry(session_id: int, entry: Entry) -> None:
+    """Show an entry added outside a generation (a model change) in every tab of the session."""
+    html = partials.entry(entry) + status_html(session_id)
+    async_to_sync(get_channel_layer().group_send)(
+        group_name(session_id), {"type": "session.entry", "entry": entry.pk, "html": html}
+    )
 
 
 def message_count(session_id: int) -> int:

@@ -118,6 +118,20 @@ def append_custom(session: ChatSession, custom_type: str, text: str) -> Entry:
     )
 
 
+def change_model(session: ChatSession, model: str) -> Entry:
+    """Run the session on another model from now on, recorded as the reference agent does."""
+    provider = "agentweb" if model == "local" else "anthropic"
+    with transaction.atomic():
+        entry = _append(
+            session,
+            kind=Entry.Kind.MODEL_CHANGE,
+            data={"fields": {"provider": provider, "modelId": model}},
+        )
+        ChatSession.objects.filter(pk=session.pk).update(model=model)
+    session.model = model
+    return entry
+
+
 def _append(session: ChatSession, **fields: Any) -> Entry:
     """Add an entry under the current leaf and make it the leaf, atomically.
 

@@ -11,6 +11,7 @@ urlpatterns = [
     path("sessions/compare/", views.compare_choice, name="compare_choice"),
     path("sessions/<int:session_id>/", views.session_page, name="session"),
     path("sessions/<int:session_id>/rename/", views.rename, name="rename"),
+    path("sessions/<int:session_id>/model/", views.change_model, name="model"),
     path("sessions/<int:session_id>/entries/", views.earlier_entries, name="earlier"),
     path("sessions/<int:session_id>/export.md", views.export, {"fmt": "md"}, name="export_md"),
     path(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.models import User
 from django.core.cache import cache
@@ -23,8 +22,9 @@ from . import (
     store,
     transcript,
 )
-from .forms import ImportForm, PreferencesForm, RenameForm
+from .forms import ImportForm, ModelForm, PreferencesForm, RenameForm
 from .models import ChatSession, Entry, Preferences
+from .providers import catalog
 
 
 class AuthenticatedRequest(HttpRequest):
@@ -49,7 +49,7 @@ def index(request: AuthenticatedRequest) -> HttpResponse:
             "page": page,
             "chains": chains,
             "query": query,
-            "default_model": settings.AGENTWEB_MODEL,
+            "default_model": catalog.default_model(),
             "import_form": ImportForm(),
         },
     )
@@ -57,7 +57,7 @@ def index(request: AuthenticatedRequest) -> HttpResponse:
 
 @require_POST
 def new_session(request: AuthenticatedRequest) -> HttpResponse:
-    session = store.new_session(request.user, model=settings.AGENTWEB_MODEL)
+    session = store.new_session(request.user, model=catalog.default_model())
     return redirect(session)
 
 
@@ -115,6 +115,26 @@ def rename(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
         ChatSession.objects.filter(pk=session.pk).update(title=form.cleaned_data["title"])
     else:
         messages.error(request, " ".join(str(e) for e in form.errors.get("title", [])))
+    return redirect(session)
+
+
+@require_POST
+def change_model(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
+    """The model picker: a `model_change` entry, shown to every tab of the session."""
+    session = _own_session(request, session_id)
+    form = ModelForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "That model is not offered on this server.")
+    elif session.is_generating:
+        messages.error(request, "Wait for the reply to end (or cancel it) to change the model.")
+    elif form.cleaned_data["model"] != session.model:
+        entry = store.change_model(session, form.cleaned_data["model"])
+        runtime.announce_entry(session.pk, entry)
+    if request.htmx:
+        response = HttpResponse(status=204)
+        for message in messages.get_messages(request):
+            response = HttpResponse(partials.notice(str(message), "error"), status=200)
+        return response
     return redirect(session)
 
 

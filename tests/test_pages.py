@@ -108,7 +108,9 @@ def test_the_new_session_shows_the_handoff_message_and_both_context_figures(clie
     assert "New session started with handoff context" in html
     assert "Ship it." in html
     assert "Missing section: Progress" in html
-    assert "Context: 40 tokens" in html and "was 12345 before handoff" in html
+    # The handoff message alone: 161 bytes of UTF-8 at three bytes a token.
+    assert "Context: 54 tokens (0% of 200,000)" in html
+    assert "was 12,345 before handoff" in html
 
 
 def test_side_by_side_shows_the_older_session_on_the_left(client_of, owner):

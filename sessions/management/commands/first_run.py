@@ -10,6 +10,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
+from sessions.providers import catalog
+
 CREDENTIALS = Path(settings.BASE_DIR) / ".agentweb-credentials"
 
 
@@ -39,7 +41,7 @@ class Command(BaseCommand):
                 f"\n  agentweb is starting at {url}\n  Sign in at {login}. To make an account: "
                 ".venv/bin/python manage.py createsuperuser\n"
             )
-        model = settings.AGENTWEB_MODEL
+        model = catalog.default_model()
         source = (
             "Claude" if model != "local" else "the offline model (set ANTHROPIC_API_KEY for Claude)"
         )
