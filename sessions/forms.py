@@ -108,7 +108,9 @@ class ModelForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["model"].choices = [(m.id, m.label) for m in catalog.offered()]
+        field = self.fields["model"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [(m.id, m.label) for m in catalog.offered()]
 
 
 class RenameForm(forms.Form):

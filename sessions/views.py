@@ -10,6 +10,7 @@ from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
+from django_htmx.middleware import HtmxDetails
 
 from . import (
     commands,
@@ -28,9 +29,10 @@ from .providers import catalog
 
 
 class AuthenticatedRequest(HttpRequest):
-    """Every view here sits behind LoginRequiredMiddleware."""
+    """Every view here sits behind LoginRequiredMiddleware (and django-htmx's middleware)."""
 
     user: User
+    htmx: HtmxDetails
 
 
 def _own_session(request: AuthenticatedRequest, session_id: int) -> ChatSession:
