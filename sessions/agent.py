@@ -10,19 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from channels.db import database_sync_to_async
 
-from . import handoff, store
-from .context import add_to_context, estimate_tokens
+from . import context, handoff, store, window
+from .context import ASSISTANT, USER, add_to_context, estimate_tokens
 from .handoff import NothingToHandOff, StructureReport
 from .models import ChatSession, Entry, PendingPrompt, Preferences
 from .providers import Provider, ProviderError, StreamEnd, TextDelta, Usage, get_provider
 
 log = logging.getLogger(__name__)
+
+NOTES = "handoff_notes"  # a handoff's notes on a stretch too long to send whole
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,7 @@ class AgentEvent:
     delta: str = ""
     entry: Entry | None = None
     purpose: str = ""
+    stage: str = ""  # which step of a longer generation, e.g. "part 2 of 5" of a handoff's notes
 
 
 Listener = Callable[[AgentEvent], Awaitable[None]]
@@ -63,6 +67,16 @@ class HandoffResult:
 class _Reply:
     text: str = ""
     usage: Usage = field(default_factory=Usage)
+    error_kind: str = ""
+
+
+@dataclass
+class Prepared:
+    """What a reply is sent instead of the session's whole context, and what it records."""
+
+    messages: list[dict[str, Any]] | None = None  # None: the context as it is
+    data: dict[str, Any] = field(default_factory=dict)  # kept in the reply's entry
+    failure: str = ""  # set: the reply fails with this reason, unsent
 
 
 async def _noop(event: AgentEvent) -> None:
@@ -87,6 +101,7 @@ class AgentSession:
         self.is_streaming = False
         self.partial_text = ""
         self.partial_purpose = ""
+        self.partial_stage = ""
         self._stream_task: asyncio.Task[None] | None = None
         self._aborted = False
         self._handoff_aborted: bool | None = None  # not None while a handoff generates
@@ -111,12 +126,19 @@ class AgentSession:
 
     # --- prompts -----------------------------------------------------------
     async def prompt(
-        self, text: str, expand_prompt_templates: bool = True, *, purpose: str = ""
+        self,
+        text: str,
+        expand_prompt_templates: bool = True,
+        *,
+        purpose: str = "",
+        prepare: Callable[[], Awaitable[Prepared]] | None = None,
     ) -> Entry | None:
         """Send a user message and stream the reply; returns the persisted reply.
 
         While a reply streams, the text is queued as a follow-up instead (and
         None is returned): prompts are never dropped and never run concurrently.
+        `prepare`, run once the user message is in, may choose what the model is sent
+        instead of the whole context (a handoff that must fit the window).
         """
         if self.is_streaming:
             await self.follow_up(text)
@@ -135,7 +157,8 @@ class AgentSession:
             add_to_context(self.messages, Entry.Role.USER, text)
             await self._emit("message_start", role=Entry.Role.USER, entry=user, purpose=purpose)
             await self._emit("message_end", role=Entry.Role.USER, entry=user, purpose=purpose)
-            reply = await self._reply(purpose)
+            prepared = await prepare() if prepare else Prepared()
+            reply = await self._reply(purpose, prepared)
             await self._emit("agent_end", entry=reply, purpose=purpose)
             return reply
         finally:
@@ -156,29 +179,12 @@ class AgentSession:
             self._stream_task.cancel()
         return True
 
-    async def _reply(self, purpose: str) -> Entry:
+    async def _reply(self, purpose: str, prepared: Prepared) -> Entry:
         reply = _Reply()
-        self.partial_text, self.partial_purpose = "", purpose
+        self.partial_text, self.partial_purpose, self.partial_stage = "", purpose, ""
         await self._emit("message_start", role=Entry.Role.ASSISTANT, purpose=purpose)
-        self._stream_task = asyncio.create_task(self._consume(reply))
-        if self._aborted:  # cancelled before the reply began
-            self._stream_task.cancel()
-        status, error = Entry.Status.COMPLETE, ""
-        outer_cancelled = False
-        try:
-            await self._stream_task
-        except asyncio.CancelledError:
-            outer_cancelled = not self._aborted or _current_task_cancelling()
-            status, error = Entry.Status.ABORTED, "cancelled"
-            if outer_cancelled:
-                error = "interrupted"
-        except ProviderError as exc:
-            status, error = Entry.Status.FAILED, exc.reason
-        except Exception as exc:  # a runtime error must not lose the partial text
-            log.exception("generation failed in session %s", self.session_id)
-            status, error = Entry.Status.FAILED, f"{type(exc).__name__}: {exc}"
-        finally:
-            self._stream_task = None
+        messages = self.messages if prepared.messages is None else prepared.messages
+        status, error, outer_cancelled = await self._stream(reply, messages, prepared.failure)
         if status == Entry.Status.COMPLETE and not reply.text.strip():
             status, error = Entry.Status.FAILED, handoff.NO_TEXT
         save = database_sync_to_async(store.append_message)(
@@ -190,7 +196,7 @@ class AgentSession:
             model=self.provider.model,
             input_tokens=reply.usage.input_tokens,
             output_tokens=reply.usage.output_tokens,
-            data={"purpose": purpose} if purpose else None,
+            data={**({"purpose": purpose} if purpose else {}), **prepared.data},
         )
         # The final save must happen even when this task is being cancelled.
         entry = await asyncio.shield(save)
@@ -202,8 +208,46 @@ class AgentSession:
             raise asyncio.CancelledError
         return entry
 
-    async def _consume(self, reply: _Reply) -> None:
-        async for event in self.provider.stream(self.messages):
+    async def _stream(
+        self,
+        reply: _Reply,
+        messages: list[dict[str, Any]],
+        failure: str = "",
+        max_tokens: int | None = None,
+    ) -> tuple[str, str, bool]:
+        """Stream one model call into `reply`, as a task an abort can cancel.
+
+        Returns (status, error, cancelled from outside): whatever happens, the text so far
+        is in `reply` for the caller to keep.
+        """
+        if failure:
+            return Entry.Status.FAILED, failure, False
+        self._stream_task = asyncio.create_task(self._consume(reply, messages, max_tokens))
+        if self._aborted:  # cancelled before the reply began
+            self._stream_task.cancel()
+        try:
+            await self._stream_task
+        except asyncio.CancelledError:
+            outer_cancelled = not self._aborted or _current_task_cancelling()
+            return (
+                Entry.Status.ABORTED,
+                "interrupted" if outer_cancelled else "cancelled",
+                outer_cancelled,
+            )
+        except ProviderError as exc:
+            reply.error_kind = exc.kind
+            return Entry.Status.FAILED, exc.reason, False
+        except Exception as exc:  # a runtime error must not lose the partial text
+            log.exception("generation failed in session %s", self.session_id)
+            return Entry.Status.FAILED, f"{type(exc).__name__}: {exc}", False
+        finally:
+            self._stream_task = None
+        return Entry.Status.COMPLETE, "", False
+
+    async def _consume(
+        self, reply: _Reply, messages: list[dict[str, Any]], max_tokens: int | None = None
+    ) -> None:
+        async for event in self.provider.stream(messages, max_tokens=max_tokens):
             if isinstance(event, TextDelta):
                 reply.text += event.text
                 self.partial_text = reply.text
@@ -225,9 +269,14 @@ class AgentSession:
         branch = await database_sync_to_async(store.get_branch)(self.session)
         handoff.check_guard(store.count_messages(branch))
         self._handoff_aborted = False
+        prompt_text = handoff.build_prompt(focus)
+        context_before = self.session.context_tokens
         try:
             reply = await self.prompt(
-                handoff.build_prompt(focus), expand_prompt_templates=False, purpose="handoff"
+                prompt_text,
+                expand_prompt_templates=False,
+                purpose="handoff",
+                prepare=lambda: self._handoff_request(branch, prompt_text, context_before),
             )
             # Either abort (the handoff's or the generic one) means cancelled:
             # an aborted reply's partial document never reaches a new session (B11).
@@ -255,6 +304,99 @@ class AgentSession:
         finally:
             self._handoff_aborted = None
 
+    async def _handoff_request(
+        self, branch: list[Entry], prompt_text: str, context_before: int
+    ) -> Prepared:
+        """The handoff's request, made to fit the model's window (see window.py)."""
+        record: dict[str, Any] = {"context_before": context_before}
+        try:
+            plan = await window.fit(context.context_parts(branch), prompt_text, self.provider)
+            notes = await self._take_notes(plan, prompt_text) if plan.chunks else ""
+        except ProviderError as error:
+            return Prepared(data={"handoff": record}, failure=error.reason)
+        record.update(fitted=plan.report(), budget=self.provider.spec.budget)
+        if plan.report():
+            record["sent_tokens"] = plan.size(prompt_text, notes)
+        intro = handoff.notes_intro(notes, len(plan.chunks), self.provider.spec.label)
+        return Prepared(
+            messages=plan.messages(prompt_text, intro if notes else ""),
+            data={"handoff": record, **({"fitted": True} if plan.report() else {})},
+        )
+
+    async def _take_notes(self, plan: window.Plan, prompt_text: str) -> str:
+        """Notes on each stretch the plan could not send whole, streamed like a reply.
+
+        Each stretch's notes are kept in the session as a `handoff_notes` entry. Notes too
+        long for the final request are themselves summarised, at most three rounds deep.
+        Returns "" when cancelled (the reply that follows sees the abort).
+        """
+        room = max(1, self.provider.spec.budget - plan.size(prompt_text) - 64)
+        limit = window.chunk_budget(self.provider.spec.budget, handoff.NOTES_PROMPT)
+        chunks = list(plan.chunks)
+        joined = ""
+        for depth in range(3):
+            per_chunk = max(256, min(self.provider.spec.max_output, room // len(chunks)))
+            notes: list[str] = []
+            index = 0
+            while index < len(chunks):
+                text = await self._notes_on(chunks, index, per_chunk, depth)
+                if self._aborted:
+                    return ""
+                if text is not None:
+                    notes.append(f"### Part {index + 1} of {len(chunks)}\n\n{text}")
+                    index += 1
+            joined = "\n\n".join(notes)
+            if math.ceil(context.estimate_tokens(joined) * plan.scale) <= room:
+                return joined
+            notes_parts = [context.Part(USER, note, "notes") for note in notes]
+            chunks = window.rechunk(notes_parts, limit, plan.scale)
+        return context.excerpt(joined, int(room * 3 / plan.scale))
+
+    async def _notes_on(
+        self, chunks: list[list[context.Part]], index: int, max_tokens: int, depth: int
+    ) -> str | None:
+        """Stream the notes on one stretch. None: the model found it too long, so it was split
+        in two in `chunks` (take the notes again at the same index)."""
+        chunk = chunks[index]
+        request = [
+            {
+                "role": USER,
+                "content": [
+                    {
+                        "type": "text",
+                        "text": handoff.notes_request(
+                            context.serialize(chunk), index + 1, len(chunks), depth
+                        ),
+                    }
+                ],
+            }
+        ]
+        stage = f"part {index + 1} of {len(chunks)}"
+        reply = _Reply()
+        self.partial_text, self.partial_purpose, self.partial_stage = "", NOTES, stage
+        await self._emit("message_start", role=ASSISTANT, purpose=NOTES, stage=stage)
+        status, error, outer_cancelled = await self._stream(reply, request, max_tokens=max_tokens)
+        if reply.error_kind == "too_long" and not reply.text:
+            chunks[index : index + 1] = window.split(chunk)
+            await self._emit("message_end", role=ASSISTANT, purpose=NOTES)
+            return None
+        save = database_sync_to_async(store.append_custom)(
+            self.session,
+            NOTES,
+            reply.text,
+            data={"part": index + 1, "parts": len(chunks), "round": depth + 1},
+            status=status,
+            error=error,
+        )
+        entry = await asyncio.shield(save)
+        self.partial_text = ""
+        await self._emit("message_end", role=ASSISTANT, entry=entry, purpose=NOTES)
+        if outer_cancelled:
+            raise asyncio.CancelledError
+        if status == Entry.Status.FAILED:
+            raise ProviderError(error)
+        return reply.text
+
     def abort_handoff(self) -> bool:
         if self._handoff_aborted is None:
             return False
@@ -264,9 +406,11 @@ class AgentSession:
     async def switch(self, reply: Entry, document: str) -> ChatSession:
         """Start the new session with the document, then rebind this agent to it (H8–H10)."""
         content = handoff.wrap(document)
+        record = reply.data.get("handoff", {})
         data = {
             "warnings": handoff.check_structure(document).warnings(),
-            "context_tokens_before": self.session.context_tokens,
+            "fitted": record.get("fitted", []),
+            "context_tokens_before": record.get("context_before", self.session.context_tokens),
             "context_tokens_after": estimate_tokens(content),
         }
         new = await database_sync_to_async(store.hand_off)(

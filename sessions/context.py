@@ -76,10 +76,11 @@ class Part:
 
     @property
     def labelled(self) -> str:
-        """The part as the summariser's transcript shows it: `[User]: …`, `[Assistant]: …`."""
-        if self.kind == "text":
-            return f"[{'User' if self.role == USER else 'Assistant'}]: {self.text}"
-        return self.text
+        """The part as the reference summariser's transcript shows it: `[User]: …`,
+        `[Assistant]: …`; thinking, tool calls and tool results carry their own labels."""
+        if self.kind in ("thinking", "tool_call", "tool_result"):
+            return self.text
+        return f"[{'User' if self.role == USER else 'Assistant'}]: {self.text}"
 
     def clipped(self, keep_chars: int) -> Part:
         return replace(self, text=excerpt(self.text, keep_chars))

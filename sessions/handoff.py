@@ -56,6 +56,40 @@ The ordered list of what to do next.
 Be concrete and complete; do not invent anything that was not said."""
 
 
+_SECTION_HEADINGS = "\n".join(f"## {section}" for section in SECTIONS)
+
+NOTES_PROMPT = f"""{{what}} Do NOT continue it and do NOT answer anything in it. \
+Write notes on it for a handoff document, with exactly these sections, each as a level-2 \
+heading, in this order:
+
+{_SECTION_HEADINGS}
+
+Keep every file path, identifier, command, error message, URL and number that still \
+matters, verbatim. Be brief: the notes on all parts together must stay short."""
+
+NOTES_OF = (
+    "The text inside <conversation> tags above is part {part} of {parts} of a conversation "
+    "too long to read in one request.",
+    "The text inside <conversation> tags above holds part {part} of {parts} of the notes "
+    "taken on a conversation too long to read in one request.",
+)
+
+
+def notes_request(transcript: str, part: int, parts: int, depth: int = 0) -> str:
+    """The request for notes on one stretch of a conversation too long to send whole."""
+    what = NOTES_OF[min(depth, 1)].format(part=part, parts=parts)
+    return f"<conversation>\n{transcript}\n</conversation>\n\n" + NOTES_PROMPT.format(what=what)
+
+
+def notes_intro(notes: str, parts: int, model_label: str) -> str:
+    """How the notes open the final handoff request, in place of the stretches they cover."""
+    return (
+        f"This conversation is longer than {model_label}'s context window, so agentweb "
+        f"summarised its older part in {parts} part{'s' if parts != 1 else ''} first. "
+        f"The notes, oldest first:\n\n<notes>\n{notes}\n</notes>"
+    )
+
+
 class NothingToHandOff(Exception):
     """Fewer than 2 message entries on the branch (H3)."""
 

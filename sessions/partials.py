@@ -28,10 +28,11 @@ def title(session: ChatSession) -> str:
     return render_to_string(f"{PAGE}#title", {"session": session, "oob": True})
 
 
-def live(text: str | None, purpose: str = "") -> str:
+def live(text: str | None, purpose: str = "", stage: str = "") -> str:
     """The streaming reply so far (None: nothing streams)."""
     return render_to_string(
-        f"{PAGE}#live", {"live_text": text, "live_purpose": purpose, "oob": True}
+        f"{PAGE}#live",
+        {"live_text": text, "live_purpose": purpose, "live_stage": stage, "oob": True},
     )
 
 

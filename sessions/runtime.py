@@ -248,7 +248,9 @@ class Job:
             "seq": self.seq,
             "session": self.session_id,
             "entries": self.appended,
-            "html": partials.live(text, self.agent.partial_purpose) + self.status + self.notice,
+            "html": partials.live(text, self.agent.partial_purpose, self.agent.partial_stage)
+            + self.status
+            + self.notice,
         }
 
     async def on_event(self, event: AgentEvent) -> None:
@@ -257,11 +259,15 @@ class Job:
         elif event.type == "message_start" and event.role == Entry.Role.ASSISTANT:
             async with self.publishing:
                 self.sent_text = ""
-                await self._send(partials.live("", event.purpose))
+                await self._send(partials.live("", event.purpose, event.stage))
         elif event.type == "message_update":
             self.pending_text += event.delta
             if self.flush_task is None:
                 self.flush_task = asyncio.create_task(self.flush_soon())
+        elif event.type == "message_end" and event.entry is None:  # a call that left nothing
+            await self.flush()
+            async with self.publishing:
+                await self._send(partials.live(None))
         elif event.type == "message_end" and event.entry is not None:
             await self.flush()
             html = partials.entry(event.entry)

@@ -108,13 +108,24 @@ def append_custom_message(
     )
 
 
-def append_custom(session: ChatSession, custom_type: str, text: str) -> Entry:
+def append_custom(
+    session: ChatSession,
+    custom_type: str,
+    text: str,
+    *,
+    data: dict[str, Any] | None = None,
+    status: str = Entry.Status.COMPLETE,
+    error: str = "",
+) -> Entry:
     """A `custom` entry: shown in the transcript, never sent to the model."""
     return _append(
         session,
         kind=Entry.Kind.CUSTOM,
         custom_type=custom_type,
         content=[{"type": "text", "text": text}],
+        data=data or {},
+        status=status,
+        error=error,
     )
 
 
@@ -145,7 +156,10 @@ def _append(session: ChatSession, **fields: Any) -> Entry:
             .get(pk=session.pk)
         )
         entry = Entry.objects.create(session_id=session.pk, parent_id=leaf_id, **fields)
+        # A handoff sent a fitted request: its usage is not the size of the session's context.
+        fitted = entry.data.get("fitted")
         reported = entry.input_tokens + entry.output_tokens if entry.input_tokens else 0
+        reported = 0 if fitted else reported
         added = sum(part.tokens for part in entry_parts(entry))
         size: Any = reported or F("context_tokens") + added
         ChatSession.objects.filter(pk=session.pk).update(

@@ -8,10 +8,27 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+# The fake's own tokenizer: not agentweb's estimate, so a budget that trusts its estimate
+# too much fails. Roughly BPE-like: short words with their leading space, digit groups,
+# whitespace runs, and every other character (punctuation, CJK, emoji) on its own.
+TOKEN = re.compile(r" ?[A-Za-z]{1,8}| ?\d{1,3}|\s+|[^\sA-Za-z\d]")
+
+
+def count_tokens(body: dict[str, Any]) -> int:
+    """Input tokens of a Messages request as this fake counts them."""
+    texts = [body["system"]] if isinstance(body.get("system"), str) else []
+    for message in body.get("messages", []):
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        texts += [block.get("text", "") for block in blocks if isinstance(block, dict)]
+    return sum(len(TOKEN.findall(text)) for text in texts) + 4 * len(body.get("messages", []))
 
 
 @dataclass
@@ -30,6 +47,7 @@ class Reply:
     error_type: str = "overloaded_error"
     input_tokens: int = 42
     output_tokens: int = 7
+    message: str = ""  # the error message of a `status` reply
 
     @classmethod
     def text(cls, text: str, *, delay: float = 0.0, pieces: int = 0) -> Reply:
@@ -45,7 +63,11 @@ class Reply:
 class FakeAnthropic:
     def __init__(self) -> None:
         self.replies: deque[Reply] = deque()
+        # Answers the next request when no reply is queued (a test's stand-in for a model).
+        self.responder: Callable[[dict[str, Any]], Reply] | None = None
+        self.window = 200_000  # the context window every model of this fake has
         self.requests: list[dict[str, Any]] = []
+        self.counts: list[dict[str, Any]] = []  # count_tokens requests
         self.disconnects = 0
         self.completed = 0
         self._changed = threading.Condition()
@@ -64,7 +86,10 @@ class FakeAnthropic:
     def reset(self) -> None:
         with self._changed:
             self.replies.clear()
+            self.responder = None
+            self.window = 200_000
             self.requests.clear()
+            self.counts.clear()
             self.disconnects = 0
             self.completed = 0
 
@@ -113,29 +138,31 @@ class FakeAnthropic:
             k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)
         }
         body = await reader.readexactly(int(headers.get("content-length", "0")))
+        path = lines[0].split(" ")[1]
+        request = {"path": path, "headers": headers, "json": json.loads(body or b"{}")}
+        request["tokens"] = count_tokens(request["json"])
+        if path.startswith("/v1/messages/count_tokens"):
+            with self._changed:
+                self.counts.append(request)
+            await _respond_json(writer, 200, {"input_tokens": request["tokens"]})
+            return
         with self._changed:
-            self.requests.append(
-                {
-                    "path": lines[0].split(" ")[1],
-                    "headers": headers,
-                    "json": json.loads(body or b"{}"),
-                }
-            )
+            self.requests.append(request)
             self._changed.notify_all()
-            reply = self.replies.popleft() if self.replies else Reply()
+            refusal = self._too_long(request)
+            if refusal:
+                reply = refusal
+            elif self.replies:
+                reply = self.replies.popleft()
+            else:
+                reply = self.responder(request["json"]) if self.responder else Reply()
         if reply.mode == "status":
-            payload = json.dumps(
-                {
-                    "type": "error",
-                    "error": {"type": reply.error_type, "message": f"fake {reply.error_type}"},
-                }
-            ).encode()
-            writer.write(
-                f"HTTP/1.1 {reply.status} Error\r\ncontent-type: application/json\r\n"
-                f"content-length: {len(payload)}\r\nconnection: close\r\n\r\n".encode()
-                + payload
+            message = reply.message or f"fake {reply.error_type}"
+            await _respond_json(
+                writer,
+                reply.status,
+                {"type": "error", "error": {"type": reply.error_type, "message": message}},
             )
-            await writer.drain()
             self._note(completed=1)
             return
         writer.write(
@@ -163,6 +190,31 @@ class FakeAnthropic:
             self._note(disconnects=1)
         finally:
             eof.cancel()
+
+    def _too_long(self, request: dict[str, Any]) -> Reply | None:
+        """The API's refusals of a request that does not fit the window, word for word."""
+        tokens, output = request["tokens"], int(request["json"].get("max_tokens", 0))
+        if tokens > self.window:
+            message = f"prompt is too long: {tokens} tokens > {self.window} maximum"
+        elif tokens + output > self.window:
+            message = (
+                f"input length and `max_tokens` exceed context limit: {tokens} + {output} > "
+                f"{self.window}, decrease input length or `max_tokens` and try again"
+            )
+        else:
+            return None
+        return Reply(mode="status", status=400, error_type="invalid_request_error", message=message)
+
+
+async def _respond_json(writer: asyncio.StreamWriter, status: int, payload: dict[str, Any]) -> None:
+    data = json.dumps(payload).encode()
+    writer.write(
+        f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}\r\n"
+        f"content-type: application/json\r\ncontent-length: {len(data)}\r\n"
+        "connection: close\r\n\r\n".encode()
+        + data
+    )
+    await writer.drain()
 
 
 def _events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:

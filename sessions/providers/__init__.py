@@ -58,7 +58,11 @@ class UnavailableProvider(Provider):
         self.spec = catalog.spec(model)
 
     async def stream(
-        self, messages: list[dict[str, Any]], *, system: str | None = None
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        system: str | None = None,
+        max_tokens: int | None = None,
     ) -> AsyncIterator[ProviderEvent]:
         raise ProviderError(catalog.unavailable_reason(self.model), kind="unavailable")
         yield  # an async generator that fails at its first step

@@ -34,7 +34,11 @@ class AnthropicProvider(Provider):
         }
 
     async def stream(
-        self, messages: list[dict[str, Any]], *, system: str | None = None
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        system: str | None = None,
+        max_tokens: int | None = None,
     ) -> AsyncIterator[ProviderEvent]:
         extra: dict[str, Any] = {"system": system} if system else {}
         stopped = False
@@ -42,7 +46,7 @@ class AnthropicProvider(Provider):
         try:
             async with client.messages.stream(
                 model=self.model,
-                max_tokens=self.max_tokens,
+                max_tokens=max_tokens or self.max_tokens,
                 messages=cast(Any, messages),
                 **extra,
             ) as stream:

@@ -52,10 +52,15 @@ class Provider(ABC):
 
     @abstractmethod
     def stream(
-        self, messages: list[dict[str, Any]], *, system: str | None = None
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        system: str | None = None,
+        max_tokens: int | None = None,
     ) -> AsyncIterator[ProviderEvent]:
         """Yield TextDelta events, then exactly one StreamEnd; raise ProviderError on failure.
 
+        `max_tokens` caps the output below the model's maximum (notes on a stretch).
         Cancelling the consuming task (or closing the iterator) must close the
         model connection. A request larger than the model's window fails with
         kind `too_long`, as the API refuses it.

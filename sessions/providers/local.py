@@ -63,19 +63,25 @@ class LocalProvider(Provider):
         self.spec = spec or catalog.spec(LOCAL)
 
     async def stream(
-        self, messages: list[dict[str, Any]], *, system: str | None = None
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        system: str | None = None,
+        max_tokens: int | None = None,
     ) -> AsyncIterator[ProviderEvent]:
         tokens = await self.count_tokens(messages, system=system)
-        if tokens > self.spec.window - self.spec.max_output:
+        output = max_tokens or self.spec.max_output
+        if tokens + output > self.spec.window:
             # As the API does: a request that cannot fit with its output is refused.
             raise ProviderError(
                 f"the conversation is too long for {self.spec.label}'s context window (input "
-                f"length and max_tokens exceed context limit: {tokens} + {self.spec.max_output} "
+                f"length and max_tokens exceed context limit: {tokens} + {output} "
                 f"> {self.spec.window})",
                 kind="too_long",
             )
         # Reading a long history takes a while: off the event loop, which serves every tab.
         reply = await asyncio.to_thread(respond, messages)
+        reply = _at_most(reply, output)
         for token in TOKEN.findall(reply):
             if self.token_delay:
                 await asyncio.sleep(self.token_delay)
@@ -85,15 +91,54 @@ class LocalProvider(Provider):
         yield StreamEnd(Usage(tokens, estimate_tokens(reply)), "end_turn")
 
 
+def _at_most(reply: str, max_tokens: int) -> str:
+    """The reply cut where it would pass `max_tokens`, as a model stops at its limit."""
+    if estimate_tokens(reply) <= max_tokens:
+        return reply
+    return reply.encode()[: max_tokens * 3].decode(errors="ignore")
+
+
 def respond(messages: list[dict[str, Any]]) -> str:
-    """The whole reply to a conversation, deterministic."""
+    """The whole reply to a conversation, deterministic.
+
+    The request is the last text block (earlier blocks of the same message are context
+    that was merged into it). A request that carries its own transcript in
+    `<conversation>` tags (notes on a stretch of a long session) is read from that.
+    """
     if not messages:
         return "Nothing to answer yet."
-    request = _text(messages[-1])
-    sections = [name for name in HEADING.findall(request)]
+    blocks = _texts(messages[-1])
+    request = blocks[-1] if blocks else ""
+    history = messages[:-1]
+    if len(blocks) > 1:
+        merged = [{"type": "text", "text": text} for text in blocks[:-1]]
+        history = [*history, {"role": messages[-1]["role"], "content": merged}]
+    transcript = CONVERSATION.match(request)
+    if transcript:
+        history = parse_transcript(transcript.group(1))
+        request = request[transcript.end() :]
+    sections = HEADING.findall(request)
     if len(sections) >= 2:
-        return write_document(sections, messages[:-1], request)
+        return write_document(sections, history, request)
     return _chat_reply(request, len(messages))
+
+
+CONVERSATION = re.compile(r"\s*<conversation>\n(.*)\n</conversation>", re.DOTALL)
+LABEL = re.compile(
+    r"\n\n(?=\[(?:User|Assistant|Assistant thinking|Assistant tool call|Tool result[^\]\n]*)\]: )"
+)
+
+
+def parse_transcript(transcript: str) -> list[dict[str, Any]]:
+    """A labelled transcript (`[User]: …`, `[Tool result: read]: …`) back into messages."""
+    messages: list[dict[str, Any]] = []
+    for piece in LABEL.split(transcript):
+        role = "assistant" if piece.startswith("[Assistant") else "user"
+        text = (
+            piece.split("]: ", 1)[1] if piece.startswith(("[User]: ", "[Assistant]: ")) else piece
+        )
+        messages.append({"role": role, "content": [{"type": "text", "text": text}]})
+    return messages
 
 
 def _chat_reply(request: str, turn: int) -> str:
@@ -170,10 +215,14 @@ def _own_words(reply: str) -> str:
 
 
 def _text(message: dict[str, Any]) -> str:
+    return "\n".join(_texts(message))
+
+
+def _texts(message: dict[str, Any]) -> list[str]:
     content = message.get("content", "")
     if isinstance(content, str):
-        return content
-    return "\n".join(b.get("text", "") for b in content if b.get("type") == "text")
+        return [content]
+    return [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
 
 
 def _sentences(text: str) -> list[str]:
