@@ -1,24 +1,31 @@
-"""What a handoff document carries: the old session's concrete items, each carried or not.
+"""What a handoff document carries: the old session's concrete items, ranked by salience.
 
 Items are what a new session cannot guess: file paths, code identifiers, error
-messages, URLs, numbers with units, and explicit decisions. Matching forgives
-casing, separators (`parse_config` ~ `parseConfig` ~ "parse config") and a
-path written as its file name; a decision counts as carried when most of its
-content words are in the document. Deterministic, no model call.
+messages, URLs, numbers with units, and explicit decisions. Noise is left out
+(MIME types, slash-joined prose words), and one file named as `./x.js`, `../x.js`,
+`b/x.js` or under the session's folder is one item.
+
+Each item is ranked by salience, from where and how it was seen: named by the
+user, repeated, recent, or part of an error. Matching against a document forgives
+casing, separators (`parse_config` ~ `parseConfig` ~ "parse config") and a path
+written as its file name; a decision counts as carried when most of its content
+words are in the document. Deterministic, no model call.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 
+from .context import bash_text
 from .models import Entry
 
 URL = re.compile(r"https?://[^\s<>()\[\]`'\"]+[^\s<>()\[\]`'\".,;:!?]")
 PATH = re.compile(
-    r"(?<![\w/.:-])(?:~?/|\./|\.\./)?(?:[\w.-]+/)+[\w-]+(?:\.[A-Za-z0-9]+)?(?::\d+)?"
-    r"|(?<![\w/.-])[\w-]+\.(?:py|js|ts|tsx|jsx|rs|go|rb|java|kt|c|h|cpp|hpp|cs|md|toml|yaml|yml|json|"
+    r"(?<![\w/.:-])(?:~?/|\./|\.\./)?(?:[\w.-]+/)+[\w-]+(?:\.[A-Za-z0-9]+)*(?::\d+)?"
+    r"|(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\.(?:py|js|ts|tsx|jsx|rs|go|rb|java|kt|c|h|cpp|hpp|cs|md|toml|yaml|yml|json|"
     r"ini|cfg|sh|sql|html|css|txt|lock|env)\b"
 )
 IDENTIFIER = re.compile(
@@ -30,7 +37,7 @@ IDENTIFIER = re.compile(
     r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b"  # PascalCase
 )
 ERROR = re.compile(  # an exception name, or `error:`, with its message: quoted, or to a stop
-    r"(?:\b[A-Z]\w*(?:Error|Exception)\b|\b(?:error|ERROR|FAILED|fatal)(?=:))"
+    r"(?:\b[A-Z]\w*(?:Error|Exception)\b|\b(?:error|Error|ERROR|FAILED|fatal)(?=:))"
     r"(?::[ \t]*(?:'[^'\n]{0,100}'|\"[^\"\n]{0,100}\"|[^\n`;]{0,100}?"
     r"(?=[`\n;]|\.(?:\s|$)|\s(?:see|when|while|because|after)\s|$)))?"
 )
@@ -59,33 +66,6 @@ KIND_LABELS = {
 }
 
 
-@dataclass(frozen=True)
-class Item:
-    kind: str
-    text: str
-    carried: bool
-
-
-@dataclass(frozen=True)
-class Coverage:
-    items: tuple[Item, ...]
-
-    @property
-    def carried(self) -> int:
-        return sum(item.carried for item in self.items)
-
-    @property
-    def missing(self) -> tuple[Item, ...]:
-        return tuple(item for item in self.items if not item.carried)
-
-    def by_kind(self) -> list[tuple[str, list[Item]]]:
-        groups = [
-            (label, [i for i in self.items if i.kind == kind])
-            for kind, label in KIND_LABELS.items()
-        ]
-        return [(label, items) for label, items in groups if items]
-
-
 def normalise(text: str) -> str:
     """Lowercase words with camelCase, snake_case, kebab-case and dots split apart."""
     text = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
@@ -104,7 +84,8 @@ def extract(texts: Iterable[str]) -> list[tuple[str, str]]:
         if DECISION.search(text):  # a decision is the whole sentence that states it
             for sentence in SENTENCE.findall(text):
                 if DECISION.search(sentence):
-                    found.setdefault(("decision", " ".join(sentence.split())), None)
+                    decision = " ".join(sentence.replace("**", "").split()).lstrip("-*+ ")
+                    found.setdefault(("decision", decision), None)
     return list(found)
 
 
@@ -149,18 +130,261 @@ def mentions(document: str, phrase: str) -> bool:
     return f" {normalise(phrase)} " in document
 
 
-def coverage(old_entries: Sequence[Entry], document: str) -> Coverage:
-    """The old session's items (its handoff exchanges excluded), checked against the document."""
-    texts = (
-        entry.text
-        for entry in old_entries
-        if entry.kind == Entry.Kind.MESSAGE
-        and entry.data.get("purpose") != "handoff"
-        or entry.kind == Entry.Kind.CUSTOM_MESSAGE
+# --- noise ----------------------------------------------------------------------------------
+MIME = re.compile(
+    r"^(?:application|audio|font|image|message|model|multipart|text|video)/[\w.+-]+$", re.I
+)
+CODE_FOLDERS = frozenset({
+    "src", "lib", "libs", "test", "tests", "spec", "app", "apps", "docs", "doc", "scripts", "bin",
+    "config", "configs", "pkg", "cmd", "internal", "packages", "legacy", "static", "templates",
+    "public", "include", "vendor", "migrations", "bench", "tools", "examples", "assets",
+})  # fmt: skip
+
+
+def is_noise(kind: str, text: str) -> bool:
+    """MIME types, and prose words joined by a slash (`r/g`, `date/time`, `find/replace`)."""
+    if kind != "path":
+        return False
+    if MIME.match(text):
+        return True
+    segments = text.split("/")
+    return (
+        len(segments) == 2
+        and all(segment.isalpha() for segment in segments)
+        and segments[0].lower() not in CODE_FOLDERS
     )
+
+
+def path_key(path: str, cwd: str = "") -> str:
+    """One key for one file: without `./`, `../`, a diff's `a/`/`b/`, the session's folder or a
+    line number."""
+    path = re.sub(r"(?::\d+)+$", "", path)
+    if cwd and path.startswith(cwd.rstrip("/") + "/"):
+        path = path[len(cwd.rstrip("/")) + 1 :]
+    while path.startswith(("./", "../")):
+        path = path.split("/", 1)[1]
+    if re.match(r"^[ab]/[^/]+/", path):
+        path = path[2:]
+    return path.lower()
+
+
+# --- where items were seen ---------------------------------------------------------------------
+# How much one mention says about an item, by where it was seen.
+SOURCE_WEIGHTS = {
+    "user": 3.0,  # the person named it
+    "custom": 2.5,  # an earlier handoff's document, or a message injected for the model
+    "summary": 2.5,  # a compaction's or a branch's summary: already chosen as what matters
+    "assistant": 1.5,
+    "bash_command": 1.5,
+    "tool_call": 1.0,  # the files and commands the agent acted on
+    "thinking": 0.5,
+    "tool_result": 0.5,  # tool output is mostly noise, unless it is the latest error
+}
+# Where a mention means the conversation was about the item (repetition counts only there).
+DISCUSSED = frozenset({"user", "custom", "summary", "assistant"})
+SOURCE_LABELS = {
+    "user": "a user message",
+    "custom": "an injected message",
+    "summary": "a compaction summary",
+    "assistant": "an assistant reply",
+    "tool_call": "a tool call",
+    "bash_command": "a bash command",
+    "thinking": "the assistant's thinking",
+    "tool_result": "a tool result",
+}
+KIND_WEIGHTS = {"decision": 1.5, "url": 0.5, "error": 1.0}
+SALIENT = 4.5  # from this salience on, an item is one a handoff must carry
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A stretch of text of one entry, with where it came from."""
+
+    text: str
+    source: str
+    position: int  # the entry's index on the branch
+    error: bool = False
+
+
+def pieces(entries: Sequence[Entry]) -> Iterator[Piece]:
+    """The texts of a branch, labelled by source; the handoff exchanges themselves are left out."""
+    for position, entry in enumerate(entries):
+        if entry.data.get("purpose") == "handoff" or entry.custom_type == "handoff_notes":
+            continue
+        if entry.kind == Entry.Kind.CUSTOM_MESSAGE:
+            yield Piece(entry.text, "custom", position)
+        elif entry.kind in (Entry.Kind.COMPACTION, Entry.Kind.BRANCH_SUMMARY):
+            yield Piece(entry.text, "summary", position)
+        elif entry.kind == Entry.Kind.MESSAGE:
+            yield from _message_pieces(entry, position)
+
+
+def _message_pieces(entry: Entry, position: int) -> Iterator[Piece]:
+    message = entry.data.get("message", {})
+    if entry.role == "bashExecution":
+        failed = isinstance(message.get("exitCode"), int) and message["exitCode"] != 0
+        yield Piece(str(message.get("command", "")), "bash_command", position)
+        yield Piece(bash_text({**message, "command": ""}), "tool_result", position, failed)
+        return
+    if entry.role == Entry.Role.TOOL_RESULT:
+        yield Piece(entry.text, "tool_result", position, bool(message.get("isError")))
+        return
+    source = "user" if entry.role == Entry.Role.USER else "assistant"
+    for block in entry.content or []:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            yield Piece(block["text"], source, position)
+        elif block.get("type") == "thinking" and isinstance(block.get("thinking"), str):
+            yield Piece(block["thinking"], "thinking", position)
+        elif block.get("type") == "toolCall":  # what it acted on: the arguments' values
+            arguments = block.get("arguments")
+            values = arguments.values() if isinstance(arguments, dict) else [arguments]
+            yield Piece("\n".join(str(v) for v in values if v is not None), "tool_call", position)
+
+
+# --- items, ranked -----------------------------------------------------------------------------
+@dataclass
+class Item:
+    kind: str
+    text: str  # as first written
+    salience: float = 0.0
+    carried: bool = False
+    mentions: int = 0  # entries that mention it
+    discussed: int = 0  # of those, user and assistant messages and summaries
+    sources: set[str] = field(default_factory=set)
+    last_position: int = 0
+    last_source: str = ""
+    in_error: bool = False
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def salient(self) -> bool:
+        return self.salience >= SALIENT
+
+    @property
+    def weight(self) -> float:
+        """How much the item counts in the coverage score: salience squared, so the few items
+        that matter outweigh the many that do not."""
+        return self.salience**2
+
+    @property
+    def kind_label(self) -> str:
+        return KIND_LABELS[self.kind]
+
+    def last_seen(self, total: int) -> str:
+        where = SOURCE_LABELS.get(self.last_source, self.last_source)
+        return f"{where}, entry {self.last_position + 1:,} of {total:,}"
+
+
+def items_of(entries: Sequence[Entry], cwd: str = "") -> list[Item]:
+    """Every concrete item of a branch with its salience, most salient first."""
+    found: dict[tuple[str, str], Item] = {}
+    last_read = 0
+    for piece in pieces(entries):
+        last_read = piece.position
+        for kind, text in extract([piece.text]):
+            if is_noise(kind, text):
+                continue
+            key = (kind, path_key(text, cwd) if kind == "path" else normalise(text) or text)
+            item = found.get(key)
+            if item is None:
+                item = found[key] = Item(kind, text)
+            if item.last_position != piece.position or not item.mentions:
+                item.mentions += 1
+            if piece.source in DISCUSSED and (
+                item.last_position != piece.position or not item.sources & DISCUSSED
+            ):
+                item.discussed += 1
+            item.sources.add(piece.source)
+            item.last_position, item.last_source = piece.position, piece.source
+            item.in_error = item.in_error or piece.error
+    # Recency runs to the last entry that was read (a handoff exchange at the end is not).
+    total = last_read + 1
+    for item in found.values():
+        rank(item, total)
+    return sorted(found.values(), key=lambda item: (-item.salience, item.kind, item.text))
+
+
+def rank(item: Item, total: int) -> None:
+    """An item's salience: who named it, how often it was discussed, how lately, and whether it
+    is part of an error. Seen only in tool output, an item stays below the salient bar, unless
+    it is an error near the end of the session (the failure the next session must fix)."""
+    base = max(SOURCE_WEIGHTS.get(source, 0.5) for source in item.sources)
+    repeated = min(2.0, 0.6 * math.log2(item.discussed)) if item.discussed > 1 else 0.0
+    place = (item.last_position + 1) / total
+    recent = 1.5 * min(1.0, place / 0.9) ** 2  # full in the last tenth, fading towards the start
+    discussed = bool(item.sources & DISCUSSED)
+    error = 1.5 if item.kind == "error" or (item.in_error and discussed) else 0.0
+    kind = KIND_WEIGHTS.get(item.kind, 0.0)
+    if item.kind == "number" and "user" not in item.sources:
+        kind = -0.5  # numbers in replies and output are mostly incidental
+    salience = base + repeated + recent + error + kind
+    if not discussed and not (item.kind == "error" and place >= 0.9):
+        salience = min(salience, SALIENT - 1)
+    item.salience = round(salience, 2)
+    reasons = []
+    if "user" in item.sources:
+        reasons.append("named by the user")
+    if item.discussed > 1:
+        reasons.append(f"discussed in {item.discussed} entries")
+    if place >= 0.8:
+        reasons.append("recent")
+    if error:
+        reasons.append("part of an error")
+    item.reasons = tuple(reasons)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    items: tuple[Item, ...]  # most salient first
+    total_entries: int = 0
+
+    @property
+    def carried(self) -> int:
+        return sum(item.carried for item in self.items)
+
+    @property
+    def missing(self) -> tuple[Item, ...]:
+        return tuple(item for item in self.items if not item.carried)
+
+    @property
+    def salient(self) -> tuple[Item, ...]:
+        return tuple(item for item in self.items if item.salient)
+
+    @property
+    def salient_carried(self) -> int:
+        return sum(item.carried for item in self.salient)
+
+    @property
+    def score(self) -> int:
+        """Salience-weighted share of the items carried, in percent."""
+        total = sum(item.weight for item in self.items)
+        carried = sum(item.weight for item in self.items if item.carried)
+        return round(100 * carried / total) if total else 100
+
+    def dropped(self, limit: int = 20) -> list[Item]:
+        """The most salient items the document does not carry."""
+        return [item for item in self.items if not item.carried][:limit]
+
+    @property
+    def rest(self) -> tuple[Item, ...]:
+        shown = {id(item) for item in self.dropped()}
+        return tuple(item for item in self.items if id(item) not in shown)
+
+    def by_kind(self) -> list[tuple[str, list[Item]]]:
+        groups = [
+            (label, [i for i in self.items if i.kind == kind])
+            for kind, label in KIND_LABELS.items()
+        ]
+        return [(label, items) for label, items in groups if items]
+
+
+def coverage(old_entries: Sequence[Entry], document: str, cwd: str = "") -> Coverage:
+    """The old branch's items (handoff exchanges excluded), each checked against the document."""
     normalised = f" {normalise(document)} "
     words = frozenset(normalised.split())
-    items = tuple(
-        Item(kind, text, is_carried(kind, text, normalised, words)) for kind, text in extract(texts)
-    )
-    return Coverage(items)
+    items = items_of(old_entries, cwd)
+    for item in items:
+        item.carried = is_carried(item.kind, item.text, normalised, words)
+    return Coverage(tuple(items), len(old_entries))

@@ -188,7 +188,7 @@ def compare(request: AuthenticatedRequest, session_id: int, other_id: int) -> Ht
     if seed is not None:  # the old branch and the seed fix the result: compute it once
         report = cache.get_or_set(
             f"coverage:{old.pk}:{old.leaf_id}:{seed.pk}",
-            lambda: coverage.coverage(old_branch, handoff.unwrap(seed.text)),
+            lambda: coverage.coverage(old_branch, handoff.unwrap(seed.text), old.cwd),
             timeout=3600,
         )
     return render(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sessions.coverage import coverage, extract, normalise
+from sessions.coverage import coverage, extract, items_of, normalise
 from sessions.models import Entry
 
 
@@ -133,3 +133,105 @@ def test_ten_thousand_entries_are_covered():
     assert len(result.items) > 300
     carried = {item.text for item in result.items if item.carried}
     assert {"src/module_1.py", "handler_1"} <= carried and "handler_2" not in carried
+
+
+# --- noise and ranking, on labelled examples ---------------------------------------------------
+def tool(text: str, *, error: bool = False, name: str = "bash") -> Entry:
+    return Entry(
+        kind=Entry.Kind.MESSAGE,
+        role="toolResult",
+        content=[{"type": "text", "text": text}],
+        data={"message": {"toolName": name, "isError": error}},
+    )
+
+
+def texts_of(items) -> set[str]:
+    return {item.text for item in items}
+
+
+def test_mime_types_and_slash_joined_prose_words_are_not_items():
+    entry = said(
+        "user",
+        "Serve image/png and application/json (not text/plain). Use r/g or date/time, "
+        "find/replace and/or sed. Keep src/app and docs/setup.md.",
+    )
+    assert texts_of(items_of([entry])) == {"src/app", "docs/setup.md"}
+
+
+def test_one_file_is_one_item_however_it_is_written():
+    entries = [
+        said("user", "Open ./web/x.js and ../web/x.js"),
+        said("assistant", "Edited web/x.js and /home/dev/proj/web/x.js"),
+        tool("--- a/web/x.js\n+++ b/web/x.js\n@@ web/x.js:12"),
+    ]
+    [item] = [i for i in items_of(entries, cwd="/home/dev/proj") if i.kind == "path"]
+    assert item.text == "./web/x.js" and item.mentions == 3
+
+
+FILLER = [said("user" if n % 2 else "assistant", "Carry on with the next part.") for n in range(12)]
+
+
+def labelled_session() -> list[Entry]:
+    """A session whose items were labelled salient or not by reading it."""
+    early = [
+        said("user", "We decided to keep Postgres instead of moving to MySQL."),  # salient
+        tool("ls\nnode_modules/lodash/index.js\nnode_modules/lodash/fp.js"),  # noise
+        tool("Error: ENOENT: no such file 'old.cfg'", error=True),  # an old error, fixed since
+        said("assistant", "The import took 34 ms."),  # incidental number
+        said("user", "Look at config/app.toml once."),  # named once, long ago
+    ]
+    discussed = [said("assistant", f"RetryPolicy handles case {n}.") for n in range(8)]
+    late = [
+        tool("ls\nnode_modules/lodash/index.js"),
+        said("user", "Now fix src/api/routes.py: it raises KeyError: 'user_id' on login."),
+        tool("FAILED test_login - AssertionError: expected 200, got 500", error=True),
+    ]
+    middle = [e for pair in zip(FILLER, discussed, strict=False) for e in pair]
+    return early + middle + late
+
+
+def test_items_named_by_the_user_discussed_recent_or_in_errors_are_salient_and_noise_is_not():
+    items = items_of(labelled_session())
+    salient = texts_of(i for i in items if i.salient)
+    assert salient == {
+        "We decided to keep Postgres instead of moving to MySQL.",  # a decision the user stated
+        "RetryPolicy",  # discussed in eight replies, to the end
+        "src/api/routes.py",  # named by the user, recent
+        "KeyError: 'user_id'",  # an error the user pasted
+        "AssertionError: expected 200, got 500",  # the latest failure, though only in output
+    }
+    not_salient = {
+        "node_modules/lodash/index.js",  # listed twice, but only in tool output
+        "Error: ENOENT: no such file 'old.cfg'",  # an error, long ago and only in output
+        "34 ms",  # a number the assistant mentioned in passing
+        "config/app.toml",  # named once by the user, long ago
+    }
+    assert not_salient <= texts_of(items)
+
+
+def test_the_user_naming_an_item_ranks_it_above_the_same_item_named_by_the_assistant():
+    by_user = items_of([*FILLER, said("user", "Check parse_header now.")])
+    by_assistant = items_of([*FILLER, said("assistant", "Check parse_header now.")])
+    assert by_user[0].salience > by_assistant[0].salience
+
+
+def test_a_recent_mention_ranks_above_the_same_mention_long_ago():
+    mention = said("user", "Check parse_header.")
+    recent = items_of([*FILLER, mention])[0].salience
+    old = items_of([mention, *FILLER])[0].salience
+    assert recent > old
+
+
+def test_repetition_in_the_conversation_counts_but_repetition_in_tool_output_does_not():
+    talked = items_of([said("assistant", f"parse_header, take {n}.") for n in range(6)])[0]
+    dumped = items_of([tool(f"parse_header line {n}") for n in range(6)])[0]
+    assert talked.salience > dumped.salience and not dumped.salient
+
+
+def test_the_panel_score_weights_items_by_salience():
+    entries = labelled_session()
+    everything = " ".join(i.text for i in items_of(entries))
+    assert coverage(entries, everything).score == 100
+    salient_only = " ".join(i.text for i in items_of(entries) if i.salient)
+    low_only = " ".join(i.text for i in items_of(entries) if not i.salient)
+    assert coverage(entries, salient_only).score > 80 > coverage(entries, low_only).score

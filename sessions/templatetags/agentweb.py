@@ -6,6 +6,7 @@ from django import template
 from django.utils.safestring import SafeString, mark_safe
 
 from .. import handoff
+from ..coverage import Coverage, Item
 from ..providers import label_for
 from ..rendering import render_markdown
 
@@ -31,6 +32,11 @@ def handoff_document(content: str) -> str:
 @register.simple_tag
 def handoff_closing() -> str:
     return handoff.CLOSING
+
+
+@register.simple_tag
+def last_seen(item: Item, report: Coverage) -> str:
+    return item.last_seen(report.total_entries)
 
 
 @register.filter
