@@ -17,8 +17,9 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from . import context, handoff, store, window
+from . import context, coverage, handoff, store, window
 from .context import ASSISTANT, USER, add_to_context, estimate_tokens
+from .coverage import Item
 from .handoff import NothingToHandOff, StructureReport
 from .models import ChatSession, Entry, PendingPrompt, Preferences
 from .providers import Provider, ProviderError, StreamEnd, TextDelta, Usage, get_provider
@@ -287,6 +288,7 @@ class AgentSession:
             document = handoff.extract_document([reply])
             if not document.strip():
                 raise HandoffFailed(handoff.NO_TEXT)
+            reply, document = await self._guard_coverage(branch, reply, document)
             report = handoff.check_structure(document)
             result = HandoffResult(document=document, report=report, reply=reply)
             if await database_sync_to_async(_wants_review)(self.session):
@@ -303,6 +305,54 @@ class AgentSession:
             return result
         finally:
             self._handoff_aborted = None
+
+    async def _guard_coverage(
+        self, branch: list[Entry], reply: Entry, document: str
+    ) -> tuple[Entry, str]:
+        """Before the switch: the salient items the document dropped are carried over anyway.
+
+        By default agentweb appends them in a section of its own. With the preference, and
+        Claude, the model gets one more streamed round to work them in; whatever it still
+        leaves out is appended. Returns the reply the document comes from, and the document.
+        """
+        cwd = self.session.cwd
+        report = await asyncio.to_thread(coverage.coverage, branch, document, cwd)
+        before, dropped, amended = report.summary(), report.salient_dropped, False
+        amend = dropped and not self.provider.spec.is_local
+        if amend and await database_sync_to_async(_wants_amendment)(self.session):
+            reply, document = await self._amend(document, dropped)
+            report = await asyncio.to_thread(coverage.coverage, branch, document, cwd)
+            dropped, amended = report.salient_dropped, True
+        addendum = handoff.also_carried_over(dropped, report.total_entries)
+        for item in dropped[: handoff.MAX_CARRIED_OVER]:
+            item.carried = True
+        record = {
+            "before": before,
+            "after": report.summary(),
+            "added": min(len(dropped), handoff.MAX_CARRIED_OVER),
+            "amended": amended,
+        }
+        await database_sync_to_async(_record_coverage)(reply, record)
+        return reply, f"{document}\n\n{addendum}" if addendum else document
+
+    async def _amend(self, document: str, dropped: list[Item]) -> tuple[Entry, str]:
+        """One streamed, cancellable round that asks the model to work dropped items in."""
+        request = handoff.amend_request(document, dropped)
+        only = [{"role": USER, "content": [{"type": "text", "text": request}]}]
+        reply = await self.prompt(
+            request,
+            expand_prompt_templates=False,
+            purpose="handoff",
+            prepare=lambda: _prepared(only, {"amendment": True, "fitted": True}),
+        )
+        if reply is None or self._handoff_aborted or reply.status == Entry.Status.ABORTED:
+            raise HandoffCancelled
+        if reply.status == Entry.Status.FAILED:
+            raise HandoffFailed(reply.error)
+        amended = handoff.extract_document([reply])
+        if not amended.strip():
+            raise HandoffFailed(handoff.NO_TEXT)
+        return reply, amended
 
     async def _handoff_request(
         self, branch: list[Entry], prompt_text: str, context_before: int
@@ -410,6 +460,7 @@ class AgentSession:
         data = {
             "warnings": handoff.check_structure(document).warnings(),
             "fitted": record.get("fitted", []),
+            "coverage": record.get("coverage", {}),
             "context_tokens_before": record.get("context_before", self.session.context_tokens),
             "context_tokens_after": estimate_tokens(content),
         }
@@ -432,6 +483,21 @@ class AgentSession:
 def _wants_review(session: ChatSession) -> bool:
     prefs = Preferences.objects.filter(user_id=session.owner_id).first()
     return bool(prefs and prefs.review_handoff)
+
+
+def _wants_amendment(session: ChatSession) -> bool:
+    prefs = Preferences.objects.filter(user_id=session.owner_id).first()
+    return bool(prefs and prefs.amend_handoff)
+
+
+def _record_coverage(reply: Entry, record: dict[str, Any]) -> None:
+    """Keep the coverage before and after on the reply the document comes from."""
+    reply.data = {**reply.data, "handoff": {**reply.data.get("handoff", {}), "coverage": record}}
+    Entry.objects.filter(pk=reply.pk).update(data=reply.data)
+
+
+async def _prepared(messages: list[dict[str, Any]], data: dict[str, Any]) -> Prepared:
+    return Prepared(messages=messages, data=data)
 
 
 def _current_task_cancelling() -> bool:

@@ -257,6 +257,7 @@ class Item:
     last_source: str = ""
     in_error: bool = False
     reasons: tuple[str, ...] = ()
+    snippet: str = ""  # the line it was last seen in
 
     @property
     def salient(self) -> bool:
@@ -297,6 +298,8 @@ def items_of(entries: Sequence[Entry], cwd: str = "") -> list[Item]:
             ):
                 item.discussed += 1
             item.sources.add(piece.source)
+            if item.last_position != piece.position or not item.snippet:
+                item.snippet = _line_around(piece.text, text)
             item.last_position, item.last_source = piece.position, piece.source
             item.in_error = item.in_error or piece.error
     # Recency runs to the last entry that was read (a handoff exchange at the end is not).
@@ -304,6 +307,19 @@ def items_of(entries: Sequence[Entry], cwd: str = "") -> list[Item]:
     for item in found.values():
         rank(item, total)
     return sorted(found.values(), key=lambda item: (-item.salience, item.kind, item.text))
+
+
+def _line_around(text: str, needle: str, width: int = 200) -> str:
+    at = text.find(needle)
+    if at < 0:
+        return ""
+    start = text.rfind("\n", 0, at) + 1
+    end = text.find("\n", at)
+    line = text[start : end if end >= 0 else len(text)].strip()
+    if len(line) <= width:
+        return line
+    middle = at - start
+    return line[max(0, middle - width // 2) : middle + width // 2].strip()
 
 
 def rank(item: Item, total: int) -> None:
@@ -366,6 +382,18 @@ class Coverage:
     def dropped(self, limit: int = 20) -> list[Item]:
         """The most salient items the document does not carry."""
         return [item for item in self.items if not item.carried][:limit]
+
+    @property
+    def salient_dropped(self) -> list[Item]:
+        """The items a handoff must carry that the document does not."""
+        return [item for item in self.items if item.salient and not item.carried]
+
+    def summary(self) -> dict[str, int]:
+        return {
+            "score": self.score,
+            "salient": len(self.salient),
+            "salient_carried": self.salient_carried,
+        }
 
     @property
     def rest(self) -> tuple[Item, ...]:

@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .coverage import KIND_LABELS, Item
 from .models import Entry, text_of
 
 SECTIONS = (
@@ -88,6 +89,60 @@ def notes_intro(notes: str, parts: int, model_label: str) -> str:
         f"summarised its older part in {parts} part{'s' if parts != 1 else ''} first. "
         f"The notes, oldest first:\n\n<notes>\n{notes}\n</notes>"
     )
+
+
+ADDENDUM_HEADING = "Also carried over"
+ADDENDUM_NOTE = (
+    "*Added by agentweb, not by the model: salient items of the previous session that the "
+    "document above does not mention.*"
+)
+MAX_CARRIED_OVER = 40
+
+
+def also_carried_over(items: Sequence[Item], total_entries: int) -> str:
+    """agentweb's own section: the dropped items, grouped by kind, with where each was last seen."""
+    if not items:
+        return ""
+    lines = [f"## {ADDENDUM_HEADING}", "", ADDENDUM_NOTE]
+    shown = list(items)[:MAX_CARRIED_OVER]
+    for kind, label in KIND_LABELS.items():
+        group = [item for item in shown if item.kind == kind]
+        if not group:
+            continue
+        lines += ["", f"**{label}**", ""]
+        for item in group:
+            why = f"{', '.join(item.reasons)}; " if item.reasons else ""
+            lines.append(f"- `{item.text}` — {why}last seen in {item.last_seen(total_entries)}")
+    if len(items) > len(shown):
+        lines += ["", f"…and {len(items) - len(shown)} more, less salient."]
+    return "\n".join(lines)
+
+
+AMEND_PROMPT = """Here is a handoff document, inside <document> tags, written for a fresh \
+session that will see nothing else:
+
+<document>
+{document}
+</document>
+
+It leaves out these items of the conversation, which look important (each with the line \
+it was last seen in):
+
+{items}
+
+Rewrite the whole handoff document so that it keeps every one of these items that still \
+matters, each where it belongs, with the same sections in the same order. Output only the \
+document."""
+
+
+def amend_request(document: str, items: Sequence[Item]) -> str:
+    """One more round: ask the model to work the items it dropped into its document."""
+    listed = "\n".join(
+        f"- {item.kind_label[:-1] if item.kind_label.endswith('s') else item.kind_label}: "
+        f"`{item.text}`" + (f" — «{item.snippet}»" if item.snippet else "")
+        for item in list(items)[:MAX_CARRIED_OVER]
+    )
+    return AMEND_PROMPT.format(document=document, items=listed)
 
 
 class NothingToHandOff(Exception):
