@@ -17,9 +17,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from .context import bash_text
+from .context import bash_text, latest_compaction
 from .models import Entry
 
 URL = re.compile(r"https?://[^\s<>()\[\]`'\"]+[^\s<>()\[\]`'\".,;:!?]")
@@ -194,6 +194,7 @@ SOURCE_LABELS = {
 }
 KIND_WEIGHTS = {"decision": 1.5, "url": 0.5, "error": 1.0}
 SALIENT = 4.5  # from this salience on, an item is one a handoff must carry
+WEIGHT_FROM = 3.0  # below this salience an item does not count in the score
 
 
 @dataclass(frozen=True)
@@ -204,19 +205,36 @@ class Piece:
     source: str
     position: int  # the entry's index on the branch
     error: bool = False
+    compacted: bool = False  # before the latest compaction's kept entries: no longer in context
 
 
 def pieces(entries: Sequence[Entry]) -> Iterator[Piece]:
     """The texts of a branch, labelled by source; the handoff exchanges themselves are left out."""
+    context_from = context_start(entries)
     for position, entry in enumerate(entries):
         if entry.data.get("purpose") == "handoff" or entry.custom_type == "handoff_notes":
             continue
+        compacted = position < context_from and entry.kind != Entry.Kind.COMPACTION
         if entry.kind == Entry.Kind.CUSTOM_MESSAGE:
-            yield Piece(entry.text, "custom", position)
-        elif entry.kind in (Entry.Kind.COMPACTION, Entry.Kind.BRANCH_SUMMARY):
-            yield Piece(entry.text, "summary", position)
+            yield Piece(entry.text, "custom", position, compacted=compacted)
+        elif entry.kind == Entry.Kind.COMPACTION:
+            yield Piece(entry.text, "summary", position, compacted=position < context_from)
+        elif entry.kind == Entry.Kind.BRANCH_SUMMARY:
+            yield Piece(entry.text, "summary", position, compacted=compacted)
         elif entry.kind == Entry.Kind.MESSAGE:
-            yield from _message_pieces(entry, position)
+            for piece in _message_pieces(entry, position):
+                yield replace(piece, compacted=compacted)
+
+
+def context_start(entries: Sequence[Entry]) -> int:
+    """Where the model's context begins on the branch: the latest compaction's first kept entry
+    (its summary stands for everything before), or the start."""
+    at = latest_compaction(entries)
+    if at is None:
+        return 0
+    first_kept = entries[at].data.get("refs", {}).get("firstKeptEntryId")
+    kept = next((i for i in range(at) if entries[i].pk == first_kept), at)
+    return kept
 
 
 def _message_pieces(entry: Entry, position: int) -> Iterator[Piece]:
@@ -256,6 +274,7 @@ class Item:
     last_position: int = 0
     last_source: str = ""
     in_error: bool = False
+    in_context: bool = False  # mentioned since the latest compaction (or in its summary)
     reasons: tuple[str, ...] = ()
     snippet: str = ""  # the line it was last seen in
 
@@ -265,9 +284,9 @@ class Item:
 
     @property
     def weight(self) -> float:
-        """How much the item counts in the coverage score: salience squared, so the few items
-        that matter outweigh the many that do not."""
-        return self.salience**2
+        """How much the item counts in the coverage score: (salience - 3)², so the few items that
+        matter outweigh the many that do not, and items seen only in passing count for nothing."""
+        return max(0.0, self.salience - WEIGHT_FROM) ** 2
 
     @property
     def kind_label(self) -> str:
@@ -280,9 +299,14 @@ class Item:
 
 def items_of(entries: Sequence[Entry], cwd: str = "") -> list[Item]:
     """Every concrete item of a branch with its salience, most salient first."""
+    return rank_pieces(pieces(entries), cwd)
+
+
+def rank_pieces(texts: Iterable[Piece], cwd: str = "") -> list[Item]:
+    """Every concrete item of some labelled texts with its salience, most salient first."""
     found: dict[tuple[str, str], Item] = {}
     last_read = 0
-    for piece in pieces(entries):
+    for piece in texts:
         last_read = piece.position
         for kind, text in extract([piece.text]):
             if is_noise(kind, text):
@@ -302,6 +326,7 @@ def items_of(entries: Sequence[Entry], cwd: str = "") -> list[Item]:
                 item.snippet = _line_around(piece.text, text)
             item.last_position, item.last_source = piece.position, piece.source
             item.in_error = item.in_error or piece.error
+            item.in_context = item.in_context or not piece.compacted
     # Recency runs to the last entry that was read (a handoff exchange at the end is not).
     total = last_read + 1
     for item in found.values():
@@ -338,6 +363,8 @@ def rank(item: Item, total: int) -> None:
     salience = base + repeated + recent + error + kind
     if not discussed and not (item.kind == "error" and place >= 0.9):
         salience = min(salience, SALIENT - 1)
+    if not item.in_context:  # the session's own compaction left it out of its context
+        salience = min(salience, SALIENT - 1)
     item.salience = round(salience, 2)
     reasons = []
     if "user" in item.sources:
@@ -348,6 +375,8 @@ def rank(item: Item, total: int) -> None:
         reasons.append("recent")
     if error:
         reasons.append("part of an error")
+    if not item.in_context:
+        reasons.append("compacted away")
     item.reasons = tuple(reasons)
 
 

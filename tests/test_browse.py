@@ -150,8 +150,9 @@ def test_side_by_side_highlights_the_document_and_the_seed_and_shows_coverage(si
     )
     assert "What the handoff carried" in html
     # Saliences: the error 5.96 (user 3, recency 0.46 halfway, error 1.5, kind 1), src/parser.py
-    # 3.46, "850 ms" 2.5 (assistant 1.5, recency 1.5, a number -0.5); weighted by their squares.
-    assert "<strong>88%</strong>" in html
+    # 3.46, "850 ms" 2.5 (assistant 1.5, recency 1.5, a number -0.5). Weighted by (s - 3)²: the
+    # number, seen in passing, counts for nothing.
+    assert "<strong>100%</strong>" in html
     assert "<strong>1 of 1</strong> salient items" in html and "(2 of 3 items in all)" in html
     dropped = html.split('<ol class="coverage-dropped">')[1].split("</ol>")[0]
     assert "<code>850 ms</code>" in dropped

@@ -2,14 +2,15 @@
 
 It cannot think, but it can make the app usable and `/handoff` meaningful
 offline: when the last user message asks for a document with named markdown
-sections, it writes those sections from the conversation's own content.
+sections, it writes those sections from the conversation's own content
+(summariser.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from ..context import estimate_tokens
@@ -17,33 +18,10 @@ from ..coverage import extract
 from . import catalog
 from .base import Provider, ProviderError, ProviderEvent, StreamEnd, TextDelta, Usage
 from .catalog import LOCAL, ModelSpec
+from .summariser import read, write_document
 
 HEADING = re.compile(r"^\s*#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 TOKEN = re.compile(r"\s*\S+\s*|\s+")
-SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-FOCUS = re.compile(r"^Additional focus:\s*(.+)$", re.MULTILINE)
-CONSTRAINT_WORDS = (
-    "must",
-    "should",
-    "don't",
-    "do not",
-    "never",
-    "always",
-    "prefer",
-    "avoid",
-    "only",
-)
-DECISION_WORDS = (
-    "decided",
-    "decide",
-    "we'll",
-    "we will",
-    "let's",
-    "chose",
-    "choose",
-    "use ",
-    "instead",
-)
 
 
 OFFLINE_NOTICE = (
@@ -119,7 +97,7 @@ def respond(messages: list[dict[str, Any]]) -> str:
         request = request[transcript.end() :]
     sections = HEADING.findall(request)
     if len(sections) >= 2:
-        return write_document(sections, history, request)
+        return write_document(sections, read(history, _own_words), request)
     return _chat_reply(request, len(messages))
 
 
@@ -160,43 +138,6 @@ def _chat_reply(request: str, turn: int) -> str:
     return "\n".join(lines)
 
 
-def write_document(sections: list[str], history: list[dict[str, Any]], request: str) -> str:
-    """A document with one `## <section>` per requested section, filled from the history."""
-    user_texts = [_text(m) for m in history if m["role"] == "user"]
-    assistant_texts = [_own_words(_text(m)) for m in history if m["role"] == "assistant"]
-    all_sentences = [s for t in user_texts for s in _sentences(t)]
-    focus = FOCUS.search(request)
-    writers: dict[str, Callable[[], list[str]]] = {
-        "goal": lambda: [_first_sentence(user_texts[0]) if user_texts else "Continue the work."],
-        "constraint": lambda: _matching(all_sentences, CONSTRAINT_WORDS),
-        "progress": lambda: [f"Discussed: {_first_sentence(t)}" for t in user_texts[-8:]],
-        "decision": lambda: _matching(
-            [s for t in user_texts + assistant_texts for s in _sentences(t)], DECISION_WORDS
-        ),
-        "context": lambda: [
-            f"`{item.strip('`')}`"
-            for item in concrete_items("\n".join(user_texts + assistant_texts))[:20]
-        ],
-        "next": lambda: (
-            ([f"Focus: {focus.group(1).strip()}"] if focus else [])
-            + [
-                f"Pick up from the last request: {_first_sentence(user_texts[-1])}"
-                if user_texts
-                else ""
-            ]
-        ),
-    }
-    parts: list[str] = []
-    for name in sections:
-        key = next((k for k in writers if k in name.lower()), None)
-        items = [item for item in (writers[key]() if key else []) if item.strip()]
-        if not items:
-            items = ["Nothing recorded in this session."]
-        body = items[0] if key == "goal" and len(items) == 1 else "\n".join(f"- {i}" for i in items)
-        parts.append(f"## {name}\n\n{body}")
-    return "\n\n".join(parts)
-
-
 def concrete_items(text: str) -> list[str]:
     """Paths, identifiers, errors, URLs and numbers: what the coverage panel looks for too."""
     return [item for kind, item in extract([text]) if kind != "decision"]
@@ -223,21 +164,3 @@ def _texts(message: dict[str, Any]) -> list[str]:
     if isinstance(content, str):
         return [content]
     return [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-
-
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in SENTENCE.split(text) if len(s.strip()) > 3]
-
-
-def _first_sentence(text: str) -> str:
-    sentences = _sentences(text.replace("*", ""))
-    first = sentences[0] if sentences else text.strip()
-    return first[:300]
-
-
-def _matching(sentences: list[str], words: tuple[str, ...]) -> list[str]:
-    return _unique(s[:300] for s in sentences if any(w in s.lower() for w in words))[:8]
-
-
-def _unique(items: Any) -> list[str]:
-    return list(dict.fromkeys(items))
