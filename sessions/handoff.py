@@ -10,6 +10,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from markdown_it import MarkdownIt
+
 from .coverage import KIND_LABELS, Item
 from .models import Entry, text_of
 
@@ -195,35 +197,43 @@ class StructureReport:
         return notes + [f"Empty section: {name}" for name in self.empty]
 
 
-HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
-
-
 def _normalise(title: str) -> str:
     title = re.sub(r"\band\b", "&", re.sub(r"[*_`]", "", title).lower())
     return re.sub(r"[^a-z&]+", " ", title).strip()
 
 
+@dataclass(frozen=True)
+class _Heading:
+    token: int  # index of its heading_open token
+    level: int
+    title: str  # normalised
+
+
 def check_structure(document: str) -> StructureReport:
     """B4: compare the document's markdown headings with the six sections.
 
-    A section is empty when nothing but blank lines stands between its heading
-    and the next heading of the same or a higher level.
+    Headings come from markdown-it's tokens, as the page renders them: `# comment` in a
+    code fence is code, and a setext heading (`Goal` over `====`) is a heading. A section
+    is empty when no block stands between its heading and the next heading of the same
+    or a higher level.
     """
-    headings: list[tuple[int, int, str]] = []  # (line index, level, normalised title)
-    lines = document.splitlines()
-    for index, line in enumerate(lines):
-        if match := HEADING.match(line):
-            headings.append((index, len(match.group(1)), _normalise(match.group(2))))
+    tokens = MarkdownIt("commonmark").parse(document)
+    headings = [
+        _Heading(index, int(token.tag[1]), _normalise(tokens[index + 1].content))
+        for index, token in enumerate(tokens)
+        if token.type == "heading_open"
+    ]
     missing: list[str] = []
     empty: list[str] = []
     for section in SECTIONS:
-        wanted = _normalise(section)
-        found = next((h for h in headings if h[2] == wanted), None)
+        found = next((h for h in headings if h.title == _normalise(section)), None)
         if found is None:
             missing.append(section)
             continue
-        index, level, _ = found
-        end = next((h[0] for h in headings if h[0] > index and h[1] <= level), len(lines))
-        if not any(line.strip() for line in lines[index + 1 : end]):
+        end = next(
+            (h.token for h in headings if h.token > found.token and h.level <= found.level),
+            len(tokens),
+        )
+        if end - found.token <= 3:  # heading_open, inline, heading_close: nothing after them
             empty.append(section)
     return StructureReport(tuple(missing), tuple(empty))

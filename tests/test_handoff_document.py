@@ -107,3 +107,22 @@ def test_the_guard_needs_two_messages():
     with pytest.raises(handoff.NothingToHandOff, match=r"Nothing to hand off \(no messages yet\)"):
         handoff.check_guard(1)
     handoff.check_guard(2)
+
+
+def test_a_comment_line_in_a_code_fence_is_not_a_heading():
+    document = FULL.replace(
+        "## Critical Context\n`src/parser.py`",
+        "## Critical Context\n```sh\n# Next Steps\n# Goal\nmake test\n```",
+    ).replace("## Next Steps\n1. Tests.", "")
+    report = handoff.check_structure(document)
+    assert report.missing == ("Next Steps",)  # the fenced "# Next Steps" is code
+    assert report.empty == ()  # Critical Context holds a code block
+
+
+def test_a_setext_heading_counts_and_an_indented_hash_does_not():
+    document = FULL.replace("## Goal\nShip the parser.", "Goal\n----\nShip the parser.")
+    assert handoff.check_structure(document).ok
+    indented = FULL.replace("## Progress\nHalf done.", "").replace(
+        "## Goal\nShip the parser.", "## Goal\n\n    ## Progress\n\nShip the parser."
+    )
+    assert handoff.check_structure(indented).missing == ("Progress",)  # an indented code block
