@@ -68,6 +68,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await self.confirm_handoff(frame)
         elif frame.action == "handoff_discard":
             await self.send(text_data=partials.review_closed())
+            await runtime.start_if_queued(self.session)  # prompts that waited for the review
         else:
             await self.submit(frame.message)
 
@@ -97,6 +98,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
             return
         html = partials.redirect(result.get_absolute_url())
         await self.channel_layer.group_send(self.group, {"type": "session.update", "html": html})
+        await runtime.start_if_queued(result)  # prompts that waited for the review moved with it
 
     # --- from the job and other tabs -------------------------------------------
     async def agent_event(self, event: dict[str, Any]) -> None:

@@ -24,8 +24,10 @@ from django.utils import timezone
 
 from . import handoff, partials, store
 from .agent import AgentEvent, AgentSession, HandoffCancelled, HandoffFailed, HandoffResult
+from .context import estimate_tokens
 from .handoff import NothingToHandOff
 from .models import ChatSession, Entry, PendingPrompt
+from .providers import catalog
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +117,34 @@ def next_prompt_or_release(session_id: int, generation_id: str) -> str | None:
         return pending.text
 
 
+AUTO_HANDOFF = (
+    "The next message would fill the context window past your automatic handoff setting: "
+    "handing off first (Cancel sends it in this session instead)."
+)
+
+
+def auto_handoff_due(session_id: int) -> bool:
+    """Whether the oldest queued prompt would take the context past the owner's threshold."""
+    session = ChatSession.objects.select_related("owner__agentweb_preferences").get(pk=session_id)
+    prefs = getattr(session.owner, "agentweb_preferences", None)
+    if prefs is None or not prefs.auto_handoff_at:
+        return False
+    pending = PendingPrompt.objects.filter(session_id=session_id).order_by("id").first()
+    if pending is None:
+        return False
+    projected = session.context_tokens + estimate_tokens(pending.text)
+    threshold = catalog.spec(session.model).window * prefs.auto_handoff_at / 100
+    if projected < threshold:
+        return False
+    return Entry.objects.filter(session_id=session_id, kind=Entry.Kind.MESSAGE).count() >= 2
+
+
+def set_kind(session_id: int, generation_id: str, kind: str) -> None:
+    ChatSession.objects.filter(pk=session_id, generation_id=generation_id).update(
+        generation_kind=kind, generation_started_at=timezone.now()
+    )
+
+
 def status_html(session_id: int) -> str:
     session = ChatSession.objects.get(pk=session_id)
     return partials.status(session, **status_state(session))
@@ -178,9 +208,20 @@ class Job:
             await self.agent.load()
             if handoff_focus is not None:
                 await self.run_handoff(handoff_focus)
-            while text := await database_sync_to_async(next_prompt_or_release)(
-                self.session_id, self.generation_id
-            ):
+            declined = False  # an automatic handoff was cancelled or failed: send the prompt here
+            while True:
+                if not declined and await database_sync_to_async(auto_handoff_due)(self.session_id):
+                    outcome = await self.run_auto_handoff()
+                    if outcome == "review":  # the prompt waits for the reviewed switch
+                        break
+                    declined = outcome != "switched"
+                    continue
+                text = await database_sync_to_async(next_prompt_or_release)(
+                    self.session_id, self.generation_id
+                )
+                if not text:
+                    break
+                declined = False
                 await self.agent.prompt(text)
         except Exception:
             log.exception("generation %s failed", self.generation_id)
@@ -193,7 +234,8 @@ class Job:
         await database_sync_to_async(release)(self.session_id, self.generation_id)
         await self.publish_status()
 
-    async def run_handoff(self, focus: str) -> None:
+    async def run_handoff(self, focus: str) -> str:
+        """Run /handoff and tell the tabs; returns switched, review, cancelled or failed."""
         old_id = self.session_id
         try:
             result = await self.agent.handoff(focus)
@@ -201,10 +243,21 @@ class Job:
             await self.notify(partials.notice(str(error), "warning"))
         except HandoffCancelled:
             await self.notify(partials.notice(handoff.CANCELLED, "warning"))
+            return "cancelled"
         except HandoffFailed as error:
             await self.notify(partials.notice(str(error), "error"))
         else:
             await self.handoff_succeeded(old_id, result)
+            return "review" if result.new_session is None else "switched"
+        return "failed"
+
+    async def run_auto_handoff(self) -> str:
+        """The preference's handoff, before a prompt that would fill the window. The prompt stays
+        queued, so it moves to the new session with the switch (or waits for a review)."""
+        await database_sync_to_async(set_kind)(self.session_id, self.generation_id, "handoff")
+        await self.publish_status()
+        await self.notify(partials.notice(AUTO_HANDOFF, "info"))
+        return await self.run_handoff("")
 
     async def handoff_succeeded(self, old_id: int, result: HandoffResult) -> None:
         if result.new_session is None:  # B14: the user reviews the document first
@@ -339,6 +392,13 @@ async def start(session: ChatSession, kind: str, handoff_focus: str | None = Non
     _jobs[generation_id] = task
     task.add_done_callback(lambda _: _jobs.pop(generation_id, None))
     return True
+
+
+async def start_if_queued(session: ChatSession) -> None:
+    """Send the prompts that waited (for a reviewed handoff), if any."""
+    queued = await database_sync_to_async(PendingPrompt.objects.filter(session=session).exists)()
+    if queued:
+        await start(session, "prompt")
 
 
 async def submit_prompt(session: ChatSession, text: str) -> bool:

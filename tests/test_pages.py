@@ -127,6 +127,18 @@ def test_the_review_preference_is_saved(client_of, owner):
     assert Preferences.objects.get(user=owner).review_handoff is True
 
 
+def test_the_automatic_handoff_and_amendment_preferences_are_saved_and_checked(client_of, owner):
+    client = client_of(owner)
+    page = client.get("/preferences/").content.decode()
+    assert "Hand off automatically at this share of the context window (%)" in page
+    client.post("/preferences/", {"auto_handoff_at": "85", "amend_handoff": "on"})
+    prefs = Preferences.objects.get(user=owner)
+    assert (prefs.auto_handoff_at, prefs.amend_handoff) == (85, True)
+    refused = client.post("/preferences/", {"auto_handoff_at": "3"}).content.decode()
+    assert "Ensure this value is greater than or equal to 10." in refused
+    assert Preferences.objects.get(user=owner).auto_handoff_at == 85
+
+
 def test_first_run_creates_an_account_and_says_how_to_sign_in(tmp_path, monkeypatch):
     from io import StringIO
 
