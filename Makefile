@@ -33,3 +33,4 @@ bench: install
 	$(BIN)/python bench/stream_overhead.py
 	$(BIN)/python bench/coverage.py
 	$(BIN)/python bench/cancel_latency.py
+	$(BIN)/python bench/long_session.py

@@ -17,7 +17,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
 
 from .context import bash_text, latest_compaction
 from .models import Entry
@@ -155,6 +157,7 @@ def is_noise(kind: str, text: str) -> bool:
     )
 
 
+@lru_cache(maxsize=65_536)
 def path_key(path: str, cwd: str = "") -> str:
     """One key for one file: without `./`, `../`, a diff's `a/`/`b/`, the session's folder or a
     line number."""
@@ -208,22 +211,31 @@ class Piece:
     compacted: bool = False  # before the latest compaction's kept entries: no longer in context
 
 
-def pieces(entries: Sequence[Entry]) -> Iterator[Piece]:
-    """The texts of a branch, labelled by source; the handoff exchanges themselves are left out."""
-    context_from = context_start(entries)
-    for position, entry in enumerate(entries):
-        if entry.data.get("purpose") == "handoff" or entry.custom_type == "handoff_notes":
-            continue
-        compacted = position < context_from and entry.kind != Entry.Kind.COMPACTION
-        if entry.kind == Entry.Kind.CUSTOM_MESSAGE:
-            yield Piece(entry.text, "custom", position, compacted=compacted)
-        elif entry.kind == Entry.Kind.COMPACTION:
-            yield Piece(entry.text, "summary", position, compacted=position < context_from)
-        elif entry.kind == Entry.Kind.BRANCH_SUMMARY:
-            yield Piece(entry.text, "summary", position, compacted=compacted)
-        elif entry.kind == Entry.Kind.MESSAGE:
-            for piece in _message_pieces(entry, position):
-                yield replace(piece, compacted=compacted)
+def entry_items(entry: Entry) -> list[list[Any]]:
+    """The concrete items one entry mentions, as [kind, text, source, error]: extracted once,
+    when the entry is written (entries never change), and kept in `Entry.items`."""
+    found: dict[tuple[str, str, str], bool] = {}
+    for piece in entry_pieces(entry):
+        for kind, text in extract([piece.text]):
+            if not is_noise(kind, text):
+                key = (kind, text, piece.source)
+                found[key] = found.get(key, False) or piece.error
+    return [[kind, text, source, error] for (kind, text, source), error in found.items()]
+
+
+def entry_pieces(entry: Entry) -> Iterator[Piece]:
+    """An entry's texts, labelled by source (positions are the caller's)."""
+    if entry.kind == Entry.Kind.CUSTOM_MESSAGE:
+        yield Piece(entry.text, "custom", 0)
+    elif entry.kind in (Entry.Kind.COMPACTION, Entry.Kind.BRANCH_SUMMARY):
+        yield Piece(entry.text, "summary", 0)
+    elif entry.kind == Entry.Kind.MESSAGE:
+        yield from _message_pieces(entry, 0)
+
+
+def _is_read(entry: Entry) -> bool:
+    """The handoff exchanges themselves are not what a handoff must carry."""
+    return entry.data.get("purpose") != "handoff" and entry.custom_type != "handoff_notes"
 
 
 def context_start(entries: Sequence[Entry]) -> int:
@@ -276,7 +288,15 @@ class Item:
     in_error: bool = False
     in_context: bool = False  # mentioned since the latest compaction (or in its summary)
     reasons: tuple[str, ...] = ()
-    snippet: str = ""  # the line it was last seen in
+    last_where: Entry | str | None = field(default=None, repr=False)  # its last entry, or text
+
+    @property
+    def snippet(self) -> str:
+        """The line it was last seen in."""
+        where = self.last_where
+        if isinstance(where, Entry):
+            where = "\n".join(piece.text for piece in entry_pieces(where))
+        return _line_around(where or "", self.text)
 
     @property
     def salient(self) -> bool:
@@ -299,39 +319,73 @@ class Item:
 
 def items_of(entries: Sequence[Entry], cwd: str = "") -> list[Item]:
     """Every concrete item of a branch with its salience, most salient first."""
-    return rank_pieces(pieces(entries), cwd)
+    tally = _Tally(cwd)
+    context_from = context_start(entries)
+    for position, entry in enumerate(entries):
+        if not _is_read(entry):
+            continue
+        compacted = position < context_from
+        tally.last_read = position
+        stored = entry.items if entry.items is not None else entry_items(entry)
+        for kind, text, source, error in stored:
+            tally.add(kind, text, source, bool(error), position, compacted, entry)
+    return tally.ranked()
 
 
 def rank_pieces(texts: Iterable[Piece], cwd: str = "") -> list[Item]:
     """Every concrete item of some labelled texts with its salience, most salient first."""
-    found: dict[tuple[str, str], Item] = {}
-    last_read = 0
+    tally = _Tally(cwd)
     for piece in texts:
-        last_read = piece.position
+        tally.last_read = piece.position
         for kind, text in extract([piece.text]):
-            if is_noise(kind, text):
-                continue
-            key = (kind, path_key(text, cwd) if kind == "path" else normalise(text) or text)
-            item = found.get(key)
-            if item is None:
-                item = found[key] = Item(kind, text)
-            if item.last_position != piece.position or not item.mentions:
-                item.mentions += 1
-            if piece.source in DISCUSSED and (
-                item.last_position != piece.position or not item.sources & DISCUSSED
-            ):
-                item.discussed += 1
-            item.sources.add(piece.source)
-            if item.last_position != piece.position or not item.snippet:
-                item.snippet = _line_around(piece.text, text)
-            item.last_position, item.last_source = piece.position, piece.source
-            item.in_error = item.in_error or piece.error
-            item.in_context = item.in_context or not piece.compacted
-    # Recency runs to the last entry that was read (a handoff exchange at the end is not).
-    total = last_read + 1
-    for item in found.values():
-        rank(item, total)
-    return sorted(found.values(), key=lambda item: (-item.salience, item.kind, item.text))
+            if not is_noise(kind, text):
+                tally.add(kind, text, piece.source, piece.error, piece.position, False, piece.text)
+    return tally.ranked()
+
+
+class _Tally:
+    """Items as their mentions come in, oldest first."""
+
+    def __init__(self, cwd: str) -> None:
+        self.cwd = cwd
+        self.found: dict[tuple[str, str], Item] = {}
+        self.last_read = 0
+
+    def add(
+        self,
+        kind: str,
+        text: str,
+        source: str,
+        error: bool,
+        position: int,
+        compacted: bool,
+        where: Entry | str,
+    ) -> None:
+        key = (kind, path_key(text, self.cwd) if kind == "path" else _normalised(text) or text)
+        item = self.found.get(key)
+        if item is None:
+            item = self.found[key] = Item(kind, text)
+        new_entry = item.last_position != position or not item.mentions
+        if new_entry:
+            item.mentions += 1
+        if source in DISCUSSED and (new_entry or not item.sources & DISCUSSED):
+            item.discussed += 1
+        item.sources.add(source)
+        item.last_position, item.last_source, item.last_where = position, source, where
+        item.in_error = item.in_error or error
+        item.in_context = item.in_context or not compacted
+
+    def ranked(self) -> list[Item]:
+        # Recency runs to the last entry that was read (a handoff exchange at the end is not).
+        total = self.last_read + 1
+        for item in self.found.values():
+            rank(item, total)
+        return sorted(self.found.values(), key=lambda item: (-item.salience, item.kind, item.text))
+
+
+@lru_cache(maxsize=65_536)
+def _normalised(text: str) -> str:
+    return normalise(text)
 
 
 def _line_around(text: str, needle: str, width: int = 200) -> str:

@@ -133,6 +133,9 @@ class Entry(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.COMPLETE)
     error = models.TextField(blank=True)
     model = models.CharField(max_length=100, blank=True)
+    # The concrete items it mentions, [kind, text, source, error]: extracted once when written
+    # (an entry never changes), so coverage of a long session need not scan its text again.
+    items = models.JSONField(null=True, blank=True, editable=False)
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)

@@ -18,7 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from . import context, handoff, store
+from . import context, coverage, handoff, store
 from .models import ChatSession, Entry, text_of
 from .providers import catalog
 
@@ -161,9 +161,10 @@ def import_jsonl(owner: User, lines: list[str]) -> ChatSession:
         session = store.new_session(
             owner, model=catalog.default_model(), title=str(header.get("title") or "")[:200]
         )
-        created = Entry.objects.bulk_create(
-            [_entry(session, number, line) for number, line in entries]
-        )
+        created = [_entry(session, number, line) for number, line in entries]
+        for entry in created:
+            entry.items = coverage.entry_items(entry)
+        created = Entry.objects.bulk_create(created)
         by_key = {key: entry for (key, _), entry in zip(parents, created, strict=True)}
         for (_, parent_key), entry in zip(parents, created, strict=True):
             entry.parent = by_key[parent_key] if parent_key is not None else None

@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from . import coverage
 from .context import LLMMessage, build_context, entry_parts
 from .models import ChatSession, Entry, PendingPrompt, PromptTemplate, text_of
 
@@ -155,7 +156,9 @@ def _append(session: ChatSession, **fields: Any) -> Entry:
             .values_list("leaf_id", flat=True)
             .get(pk=session.pk)
         )
-        entry = Entry.objects.create(session_id=session.pk, parent_id=leaf_id, **fields)
+        entry = Entry(session_id=session.pk, parent_id=leaf_id, **fields)
+        entry.items = coverage.entry_items(entry)
+        entry.save(force_insert=True)
         # A handoff sent a fitted request: its usage is not the size of the session's context.
         fitted = entry.data.get("fitted")
         reported = entry.input_tokens + entry.output_tokens if entry.input_tokens else 0
