@@ -58,6 +58,14 @@ STOPWORDS = frozenset({
     "let's", "lets", "is", "are", "be", "it", "this", "that", "instead", "than", "from", "as",
     "by", "at", "our", "us", "decided", "decision", "going", "chose", "agreed", "settled",
 })  # fmt: skip
+KIND_NAMES = {
+    "path": "File path",
+    "identifier": "Code identifier",
+    "error": "Error message",
+    "url": "URL",
+    "number": "Number",
+    "decision": "Decision",
+}
 KIND_LABELS = {
     "path": "File paths",
     "identifier": "Code identifiers",
@@ -310,7 +318,7 @@ class Item:
 
     @property
     def kind_label(self) -> str:
-        return KIND_LABELS[self.kind]
+        return KIND_NAMES[self.kind]
 
     def last_seen(self, total: int) -> str:
         where = SOURCE_LABELS.get(self.last_source, self.last_source)

@@ -140,8 +140,7 @@ document."""
 def amend_request(document: str, items: Sequence[Item]) -> str:
     """One more round: ask the model to work the items it dropped into its document."""
     listed = "\n".join(
-        f"- {item.kind_label[:-1] if item.kind_label.endswith('s') else item.kind_label}: "
-        f"`{item.text}`" + (f" — «{item.snippet}»" if item.snippet else "")
+        f"- {item.kind_label}: `{item.text}`" + (f" — «{item.snippet}»" if item.snippet else "")
         for item in list(items)[:MAX_CARRIED_OVER]
     )
     return AMEND_PROMPT.format(document=document, items=listed)
