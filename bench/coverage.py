@@ -13,10 +13,9 @@ Run: .venv/bin/python bench/coverage.py --entries 10000 --runs 7
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import harness
+from harness import median_seconds
 
 harness.setup()
 
@@ -42,15 +41,6 @@ def transcript(size: int) -> list[Entry]:
         )
         for n in range(size)
     ]
-
-
-def median_seconds(run, runs: int) -> float:
-    samples = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        run()
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples)
 
 
 def main() -> None:

@@ -6,10 +6,13 @@ Call `setup()` before importing any project code.
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from channels.testing import WebsocketCommunicator
@@ -76,3 +79,13 @@ async def open_tab(user: User, cookie: str, model: str = MODEL) -> WebsocketComm
     )
     await tab.connect()
     return tab
+
+
+def median_seconds(run: Callable[[], Any], runs: int) -> float:
+    """The median wall time of `runs` calls of `run`."""
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        run()
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples)

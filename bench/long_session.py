@@ -21,12 +21,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import statistics
-import time
-from collections.abc import Callable
-from typing import Any
 
 import harness
+from harness import median_seconds
 
 harness.setup()  # Django on a throwaway database, before any project import
 
@@ -49,15 +46,6 @@ TARGETS = {
     "switch": 0.1,
     "context build": 0.05,
 }
-
-
-def median_seconds(run: Callable[[], Any], runs: int) -> float:
-    samples = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        run()
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples)
 
 
 def main() -> None:

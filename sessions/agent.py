@@ -279,15 +279,7 @@ class AgentSession:
                 purpose="handoff",
                 prepare=lambda: self._handoff_request(branch, prompt_text, context_before),
             )
-            # Either abort (the handoff's or the generic one) means cancelled:
-            # an aborted reply's partial document never reaches a new session (B11).
-            if reply is None or self._handoff_aborted or reply.status == Entry.Status.ABORTED:
-                raise HandoffCancelled
-            if reply.status == Entry.Status.FAILED:
-                raise HandoffFailed(reply.error)
-            document = handoff.extract_document([reply])
-            if not document.strip():
-                raise HandoffFailed(handoff.NO_TEXT)
+            reply, document = self._document_of(reply)
             reply, document = await self._guard_coverage(branch, reply, document)
             report = handoff.check_structure(document)
             result = HandoffResult(document=document, report=report, reply=reply)
@@ -345,14 +337,22 @@ class AgentSession:
             purpose="handoff",
             prepare=lambda: _prepared(only, {"amendment": True, "fitted": True}),
         )
+        return self._document_of(reply)
+
+    def _document_of(self, reply: Entry | None) -> tuple[Entry, str]:
+        """The document a handoff reply holds (H6), or why there is none.
+
+        Either abort (the handoff's or the generic one) means cancelled: an aborted reply's
+        partial document never reaches a new session (B11).
+        """
         if reply is None or self._handoff_aborted or reply.status == Entry.Status.ABORTED:
             raise HandoffCancelled
         if reply.status == Entry.Status.FAILED:
             raise HandoffFailed(reply.error)
-        amended = handoff.extract_document([reply])
-        if not amended.strip():
+        document = handoff.extract_document([reply])
+        if not document.strip():
             raise HandoffFailed(handoff.NO_TEXT)
-        return reply, amended
+        return reply, document
 
     async def _handoff_request(
         self, branch: list[Entry], prompt_text: str, context_before: int

@@ -44,17 +44,19 @@ def browser_available() -> None:
         pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
-def server_url(django_db_setup: Any, browser_available: None) -> Iterator[str]:
-    """daphne serving agentweb on the test database, with the offline model."""
+def offline_server(name: str, token_delay: str) -> Iterator[str]:
+    """daphne serving agentweb on the test database, with the offline model and no key."""
     server = Daphne(
-        "daphne-browser",
-        AGENTWEB_MODEL="local",
-        ANTHROPIC_API_KEY="",
-        AGENTWEB_LOCAL_TOKEN_DELAY=os.environ.get("AGENTWEB_TEST_TOKEN_DELAY", "0.04"),
+        name, AGENTWEB_MODEL="local", ANTHROPIC_API_KEY="", AGENTWEB_LOCAL_TOKEN_DELAY=token_delay
     )
     yield server.url
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def server_url(django_db_setup: Any, browser_available: None) -> Iterator[str]:
+    """The offline model at a pace a test can cancel in the middle of."""
+    yield from offline_server("daphne-browser", os.environ.get("AGENTWEB_TEST_TOKEN_DELAY", "0.04"))
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,7 @@ from playwright.sync_api import expect
 
 from bench.make_session import generate
 
-from ..servers import Daphne
-from .conftest import ARTIFACTS
+from .conftest import ARTIFACTS, offline_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,14 +20,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture(scope="module")
 def quick_server(django_db_setup: Any, browser_available: None) -> Iterator[str]:
     """The offline model at a quick pace: a long handoff document streams in seconds."""
-    server = Daphne(
-        "daphne-long",
-        AGENTWEB_MODEL="local",
-        ANTHROPIC_API_KEY="",
-        AGENTWEB_LOCAL_TOKEN_DELAY="0.001",
-    )
-    yield server.url
-    server.stop()
+    yield from offline_server("daphne-long", token_delay="0.001")
 
 
 @pytest.fixture
