@@ -88,13 +88,18 @@ def page(browser: Any) -> Iterator[Any]:
     context.close()
 
 
-@pytest.fixture
-def signed_in(page: Any, server_url: str, transactional_db: None, django_user_model: Any) -> Any:
-    """A page signed in as a fresh user."""
-    django_user_model.objects.create_user("walker", password="walker-pass-123")
+def sign_in(page: Any, server_url: str, django_user_model: Any, username: str) -> Any:
+    """The page, signed in as a fresh user of that name."""
+    django_user_model.objects.create_user(username, password=f"{username}-pass-123")
     page.goto(f"{server_url}/accounts/login/")
-    page.get_by_label("Username").fill("walker")
-    page.get_by_label("Password").fill("walker-pass-123")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(f"{username}-pass-123")
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(f"{server_url}/")
     return page
+
+
+@pytest.fixture
+def signed_in(page: Any, server_url: str, transactional_db: None, django_user_model: Any) -> Any:
+    """A page signed in as a fresh user."""
+    return sign_in(page, server_url, django_user_model, "walker")

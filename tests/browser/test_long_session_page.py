@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from bench.make_session import generate
 
-from .conftest import ARTIFACTS, offline_server
+from .conftest import ARTIFACTS, offline_server, sign_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -34,12 +34,7 @@ def session_file(tmp_path):
 def test_a_2_mb_session_imports_hands_off_without_a_key_and_compares(
     page, quick_server, session_file, django_user_model
 ):
-    django_user_model.objects.create_user("importer", password="importer-pass-1")
-    page.goto(f"{quick_server}/accounts/login/")
-    page.get_by_label("Username").fill("importer")
-    page.get_by_label("Password").fill("importer-pass-1")
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(f"{quick_server}/")
+    sign_in(page, quick_server, django_user_model, "importer")
 
     page.get_by_label("Import a session file (JSONL)").set_input_files(str(session_file))
     page.get_by_role("button", name="Import", exact=True).click()
