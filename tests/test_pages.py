@@ -184,3 +184,20 @@ def test_a_long_session_shows_its_latest_entries_and_loads_earlier_ones_on_deman
 def test_earlier_entries_of_another_users_session_are_not_found(client_of, owner, other_user):
     theirs = make_session(other_user, exchanges=1)
     assert client_of(owner).get(reverse("chat:earlier", args=[theirs.pk])).status_code == 404
+
+
+def test_the_status_line_shows_the_share_of_the_window_and_suggests_a_handoff_from_80_percent(
+    client_of, owner
+):
+    session = make_session(owner, model="local", exchanges=1)
+    client = client_of(owner)
+    ChatSession.objects.filter(pk=session.pk).update(context_tokens=150_000)
+    page = client.get(session.get_absolute_url()).content.decode()
+    assert "Context: 150,000 tokens (75% of 200,000)" in page
+    assert "to continue in a fresh session" not in page
+    ChatSession.objects.filter(pk=session.pk).update(context_tokens=170_000)
+    page = client.get(session.get_absolute_url()).content.decode()
+    assert (
+        "The context is 85% full: type <code>/handoff</code> to continue in a fresh session."
+        in page
+    )
