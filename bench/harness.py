@@ -75,7 +75,11 @@ async def open_tab(user: User, cookie: str, model: str = MODEL) -> WebsocketComm
     tab = WebsocketCommunicator(
         application,
         f"/ws/sessions/{session.pk}/",
-        headers=[(b"cookie", f"sessionid={cookie}".encode()), (b"origin", b"http://localhost")],
+        headers=[
+            (b"cookie", f"sessionid={cookie}".encode()),
+            (b"origin", b"http://localhost"),
+            (b"host", b"localhost"),
+        ],
     )
     await tab.connect()
     return tab

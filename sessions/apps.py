@@ -1,4 +1,7 @@
+from typing import Any
+
 from django.apps import AppConfig
+from django.contrib.auth.signals import user_logged_out
 
 
 class ChatConfig(AppConfig):
@@ -8,3 +11,14 @@ class ChatConfig(AppConfig):
     label = "chat"
     verbose_name = "Chat sessions"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        user_logged_out.connect(_close_sockets, dispatch_uid="agentweb-close-sockets")
+
+
+def _close_sockets(sender: Any, request: Any, user: Any, **kwargs: Any) -> None:
+    """Signing out closes the WebSockets that sign-in opened (their pages stop updating)."""
+    from .runtime import close_sockets_of
+
+    if user is not None:
+        close_sockets_of(user.pk, request.session.session_key or "")

@@ -43,7 +43,10 @@ class SessionConsumer(AsyncWebsocketConsumer):
         self.gen: str | None = None
         self.seq = 0
         self.awaiting_snapshot_since = 0.0
+        self.user_group = runtime.user_group(user.pk)
+        self.login = self.scope["session"].session_key or ""
         await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.channel_layer.group_add(self.user_group, self.channel_name)
         self.joined = True
         await self.accept()
         await self.resync()
@@ -51,6 +54,12 @@ class SessionConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if self.joined:
             await self.channel_layer.group_discard(self.group, self.channel_name)
+            await self.channel_layer.group_discard(self.user_group, self.channel_name)
+
+    async def user_logout(self, event: dict[str, Any]) -> None:
+        """The sign-in this socket was opened with has ended: no more transcript for it."""
+        if not event["login"] or event["login"] == self.login:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
 
     # --- from the browser ------------------------------------------------------
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:

@@ -40,6 +40,18 @@ def group_name(session_id: int) -> str:
     return f"session.{session_id}"
 
 
+def user_group(user_id: int) -> str:
+    """Every socket of one user, so signing out can close those of that sign-in."""
+    return f"user.{user_id}"
+
+
+def close_sockets_of(user_id: int, login: str) -> None:
+    """Close the sockets opened with sign-in `login` (every socket of the user when empty)."""
+    async_to_sync(get_channel_layer().group_send)(
+        user_group(user_id), {"type": "user.logout", "login": login}
+    )
+
+
 # --- the claim (sync, database) ----------------------------------------------
 INTERRUPTED = "A reply was interrupted: the server stopped while it was being generated."
 

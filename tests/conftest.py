@@ -135,7 +135,11 @@ async def open_tab() -> AsyncIterator[Callable[..., Any]]:
         communicator = WebsocketCommunicator(
             application,
             f"/ws/sessions/{session.pk}/?after={after}",
-            headers=[(b"cookie", f"sessionid={cookie}".encode()), (b"origin", b"http://localhost")],
+            headers=[
+                (b"cookie", f"sessionid={cookie}".encode()),
+                (b"origin", b"http://localhost"),
+                (b"host", b"localhost"),
+            ],
         )
         connected, _ = await communicator.connect()
         tab = Tab(communicator)

@@ -163,10 +163,12 @@ async def test_a_signed_out_visitor_is_refused():
     from agentweb.asgi import application
 
     communicator = WebsocketCommunicator(
-        application, "/ws/sessions/1/", headers=[(b"origin", b"http://localhost")]
+        application,
+        "/ws/sessions/1/",
+        headers=[(b"origin", b"http://localhost"), (b"host", b"localhost")],
     )
-    connected, _ = await communicator.connect()
-    assert not connected
+    connected, code = await communicator.connect()
+    assert (connected, code) == (False, 4401)  # refused as signed out, not for its origin
 
 
 async def test_the_offline_model_answers_without_a_network(owner, open_tab):
