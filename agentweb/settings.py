@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+
+from agentweb.private import read_or_create
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -40,17 +43,11 @@ def env_list(name: str, default: str) -> list[str]:
 
 
 def _secret_key() -> str:
-    """Use DJANGO_SECRET_KEY, else a random key kept in a git-ignored file beside the code."""
+    """Use DJANGO_SECRET_KEY, else a random key kept in a git-ignored file beside the code
+    (made 0600 from the start; processes starting at once agree on one key)."""
     if key := env_str("DJANGO_SECRET_KEY"):
         return key
-    path = BASE_DIR / ".agentweb-secret"
-    try:
-        return path.read_text().strip()
-    except FileNotFoundError:
-        key = secrets.token_urlsafe(50)
-        path.write_text(key)
-        path.chmod(0o600)
-        return key
+    return read_or_create(BASE_DIR / ".agentweb-secret", lambda: secrets.token_urlsafe(50))
 
 
 SECRET_KEY = _secret_key()
@@ -59,6 +56,7 @@ ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 
 INSTALLED_APPS = [
     "daphne",
+    "axes",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -83,6 +81,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: it answers locked-out sign-ins
 ]
 
 ROOT_URLCONF = "agentweb.urls"
@@ -140,8 +139,25 @@ else:
     }
 
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": f"django.contrib.auth.password_validation.{name}"}
+    for name in (
+        "UserAttributeSimilarityValidator",
+        "MinimumLengthValidator",
+        "CommonPasswordValidator",
+        "NumericPasswordValidator",
+    )
 ]
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # sign-in throttling (django-axes)
+    "django.contrib.auth.backends.ModelBackend",
+]
+# After this many failed sign-ins for one username from one address, that pair waits.
+AXES_FAILURE_LIMIT = env_int("AGENTWEB_LOGIN_FAILURES", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("AGENTWEB_LOGIN_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked.html"
+AXES_VERBOSE = False
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
@@ -168,6 +184,21 @@ LOGGING = {
 }
 
 # --- agentweb -------------------------------------------------------------
+# --- served over HTTPS, usually behind a proxy (README: "Several processes") -------------
+# DJANGO_HTTPS=1 turns on what `check --deploy` asks for; each part can be turned off.
+HTTPS = env_bool("DJANGO_HTTPS")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+# The header a TLS-terminating proxy sets (nginx: proxy_set_header X-Forwarded-Proto $scheme).
+if proxy_header := env_str(
+    "DJANGO_SECURE_PROXY_SSL_HEADER", "HTTP_X_FORWARDED_PROTO,https" if HTTPS else ""
+):
+    SECURE_PROXY_SSL_HEADER = tuple(proxy_header.split(",", 1))
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", HTTPS)
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SSL_REDIRECT", HTTPS)
+SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 31_536_000 if HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", HTTPS)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", HTTPS)
+
 ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL") or None
 

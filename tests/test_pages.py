@@ -154,6 +154,11 @@ def test_first_run_creates_an_account_and_says_how_to_sign_in(tmp_path, monkeypa
     assert "http://127.0.0.1:8000/accounts/login/" in out.getvalue()
     assert f"'{password}'" in out.getvalue()
     assert User.objects.get(username="admin").check_password(password)
+    assert (tmp_path / "credentials").stat().st_mode & 0o777 == 0o600
+    again = StringIO()
+    call_command("first_run", url="http://127.0.0.1:8000/", stdout=again)
+    assert password not in again.getvalue()  # printed once, when the account was made
+    assert "its password is in credentials" in again.getvalue()
 
 
 def test_a_long_session_shows_its_latest_entries_and_loads_earlier_ones_on_demand(client_of, owner):

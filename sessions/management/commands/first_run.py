@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
+from agentweb.private import create_private
 from sessions.providers import catalog
 
 CREDENTIALS = Path(settings.BASE_DIR) / ".agentweb-credentials"
@@ -27,14 +28,16 @@ class Command(BaseCommand):
         if not User.objects.exists():
             password = secrets.token_urlsafe(12)
             User.objects.create_superuser("admin", "", password)
-            CREDENTIALS.write_text(f"admin\n{password}\n")
-            CREDENTIALS.chmod(0o600)
-        if CREDENTIALS.exists():
-            username, password = CREDENTIALS.read_text().split("\n")[:2]
+            create_private(CREDENTIALS, f"admin\n{password}\n")
+            self.stdout.write(  # the only time the password is printed
+                f"\n  agentweb is starting at {url}\n"
+                f"  Sign in at {login} as username 'admin' with password '{password}'\n"
+                f"  (kept in {CREDENTIALS.name}, readable by you only; delete it once noted).\n"
+            )
+        elif CREDENTIALS.exists():
             self.stdout.write(
                 f"\n  agentweb is starting at {url}\n"
-                f"  Sign in at {login} as username '{username}' with password '{password}'\n"
-                f"  (saved in {CREDENTIALS.name}; delete that file to stop this reminder).\n"
+                f"  Sign in at {login} as 'admin': its password is in {CREDENTIALS.name}.\n"
             )
         else:
             self.stdout.write(

@@ -1,0 +1,80 @@
+"""Running it for real: deploy checks, private files, sign-in throttling, password rules."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
+
+from agentweb.private import read_or_create
+
+from .servers import ROOT
+
+
+def test_check_deploy_runs_clean_behind_the_documented_https_proxy(tmp_path):
+    env = {
+        **os.environ,
+        "DJANGO_DEBUG": "0",
+        "DJANGO_HTTPS": "1",
+        "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+        "DJANGO_ALLOWED_HOSTS": "chat.example.com",
+        "CSRF_TRUSTED_ORIGINS": "https://chat.example.com",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'deploy.sqlite3'}",
+    }
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
+def _make(path: str) -> str:
+    return read_or_create(Path(path), lambda: secrets.token_urlsafe(50))
+
+
+def test_processes_starting_at_once_agree_on_one_secret_made_private_from_the_start(tmp_path):
+    path = tmp_path / ".agentweb-secret"
+    with ProcessPoolExecutor(max_workers=6) as pool:
+        keys = set(pool.map(_make, [str(path)] * 24))
+    assert len(keys) == 1 and path.read_text() == keys.pop()
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == [".agentweb-secret"]  # no temporary left
+
+
+@pytest.mark.parametrize("password", ["password", "12345678901", "owner-owner"])
+def test_weak_passwords_are_refused(password):
+    from django.contrib.auth.models import User
+
+    with pytest.raises(ValidationError):
+        validate_password(password, User(username="owner-owner"))
+
+
+@pytest.mark.django_db
+def test_repeated_failed_sign_ins_are_paused_for_that_user_and_address(client, django_user_model):
+    django_user_model.objects.create_user("walker", password="walker-pass-123")
+    statuses = [
+        client.post("/accounts/login/", {"username": "walker", "password": "wrong"}).status_code
+        for _ in range(5)
+    ]
+    assert statuses == [200, 200, 200, 200, 429]  # the fifth failure pauses it
+    locked = client.post("/accounts/login/", {"username": "walker", "password": "walker-pass-123"})
+    assert locked.status_code == 429
+    assert "Too many failed sign-ins" in locked.content.decode()
+    other = client.post(
+        "/accounts/login/",
+        {"username": "walker", "password": "walker-pass-123"},
+        REMOTE_ADDR="10.0.0.9",
+    )
+    assert other.status_code == 302  # the same user from another address is not locked out
