@@ -236,6 +236,8 @@ AGENTWEB_HANDOFF_SUGGEST_AT = env_float("AGENTWEB_HANDOFF_SUGGEST_AT", 0.8)
 AGENTWEB_MAX_RETRIES = env_int("AGENTWEB_MAX_RETRIES", 2)
 # Seconds between two tokens of the offline model: slow enough to watch, and to cancel.
 AGENTWEB_LOCAL_TOKEN_DELAY = env_float("AGENTWEB_LOCAL_TOKEN_DELAY", 0.03)
+# Most entries an imported session file may have.
+AGENTWEB_MAX_IMPORT_ENTRIES = env_int("AGENTWEB_MAX_IMPORT_ENTRIES", 100_000)
 # Longest message accepted from the chat box, in characters.
 AGENTWEB_MAX_MESSAGE_CHARS = env_int("AGENTWEB_MAX_MESSAGE_CHARS", 100_000)
 # Streamed text goes to the page in batches at most this far apart (fewer, larger frames).

@@ -75,6 +75,8 @@ def parse_frame(text_data: str | None) -> Frame:
         payload = json.loads(text_data)
     except ValueError:
         raise FrameError("Malformed message: not valid JSON.") from None
+    except RecursionError:
+        raise FrameError("Malformed message: nested too deeply.") from None
     if not isinstance(payload, dict):
         raise FrameError("Malformed message: expected a JSON object.")
     payload.pop("HEADERS", None)
@@ -111,6 +113,13 @@ class ModelForm(forms.Form):
         field = self.fields["model"]
         assert isinstance(field, forms.ChoiceField)
         field.choices = [(m.id, m.label) for m in catalog.offered()]
+
+
+class CompareForm(forms.Form):
+    """The side-by-side chooser: two session ids."""
+
+    left = forms.IntegerField(min_value=1, max_value=2**62)
+    right = forms.IntegerField(min_value=1, max_value=2**62)
 
 
 class RenameForm(forms.Form):

@@ -91,3 +91,20 @@ def chain_of(session: ChatSession) -> list[ChatSession]:
             in_chains([session.chain_id]), owner_id=session.owner_id
         ).order_by("created_at", "pk")
     )
+
+
+def handed_off_from(old: ChatSession, new: ChatSession, chain: list[ChatSession]) -> int | None:
+    """The entry of `old` that the next session on the way to `new` was handed off from.
+
+    Walks from `new` up its parents within the chain; a parent outside it (its root was
+    deleted) or a loop ends the walk.
+    """
+    by_id = {session.pk: session for session in chain}
+    step, seen = new, {new.pk}
+    while step.parent_session_id and step.parent_session_id != old.pk:
+        parent = by_id.get(step.parent_session_id)
+        if parent is None or parent.pk in seen:
+            return None
+        seen.add(parent.pk)
+        step = parent
+    return step.handed_off_from_id if step.parent_session_id == old.pk else None

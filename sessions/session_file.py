@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import IO, Any
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
@@ -64,12 +65,23 @@ def export_jsonl(session: ChatSession) -> Iterator[str]:
     }
     if session.parent_session_id:
         header["parentSession"] = f"agentweb-{session.parent_session_id}"
-    yield json.dumps(header, ensure_ascii=False) + "\n"
+    yield _json_line(header)
     entries = sorted(
         Entry.objects.filter(session=session), key=lambda e: (e.pk == session.leaf_id, e.pk)
     )
     for entry in entries:
-        yield json.dumps(_entry_line(entry), ensure_ascii=False) + "\n"
+        yield _json_line(_entry_line(entry))
+
+
+LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\u0085": "\\u0085"}
+
+
+def _json_line(value: dict[str, Any]) -> str:
+    """One JSONL line: UTF-8 as it is, except the characters other tools take as line breaks."""
+    line = json.dumps(value, ensure_ascii=False)
+    for character, escaped in LINE_BREAKS.items():
+        line = line.replace(character, escaped)
+    return line + "\n"
 
 
 def _entry_line(entry: Entry) -> dict[str, Any]:
@@ -141,9 +153,12 @@ def read_lines(stream: IO[bytes], size: int) -> list[str]:
             f"{MAX_IMPORT_BYTES // 1_048_576} MB)."
         )
     try:
-        return stream.read().decode("utf-8").splitlines()
+        text = stream.read().decode("utf-8")
     except UnicodeDecodeError as error:
         raise InvalidSessionFile(f"The file is not UTF-8 text (byte {error.start}).") from None
+    # Lines end at "\n" only: str.splitlines() would also split inside a JSON string at
+    # U+2028, U+2029 or U+0085, which JSON allows unescaped.
+    return [line.removesuffix("\r") for line in text.split("\n")]
 
 
 def import_jsonl(owner: User, lines: list[str]) -> ChatSession:
@@ -237,6 +252,12 @@ def _model_name(provider: Any, model: Any) -> str:
 
 
 def _parse(lines: list[str]) -> Iterable[tuple[int, dict[str, Any]]]:
+    entries = sum(1 for raw in lines if raw.strip()) - 1
+    if entries > settings.AGENTWEB_MAX_IMPORT_ENTRIES:
+        raise InvalidSessionFile(
+            f"The file has {entries:,} entries (the limit is "
+            f"{settings.AGENTWEB_MAX_IMPORT_ENTRIES:,})."
+        )
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
@@ -244,8 +265,12 @@ def _parse(lines: list[str]) -> Iterable[tuple[int, dict[str, Any]]]:
             line = json.loads(raw)
         except json.JSONDecodeError as error:
             raise InvalidSessionFile(f"Line {number}: not valid JSON ({error.msg}).") from None
+        except RecursionError:
+            raise InvalidSessionFile(f"Line {number}: nested too deeply.") from None
         if not isinstance(line, dict):
             raise InvalidSessionFile(f"Line {number}: expected a JSON object.")
+        if _depth(line) > MAX_DEPTH:
+            raise InvalidSessionFile(f"Line {number}: nested more than {MAX_DEPTH} levels deep.")
         kind = line.get("type")
         if number == 1 or kind == "session":
             if number != 1 or kind != "session":
@@ -256,7 +281,73 @@ def _parse(lines: list[str]) -> Iterable[tuple[int, dict[str, Any]]]:
             raise InvalidSessionFile(f"Line {number}: unknown entry type {kind!r}.")
         elif kind == Entry.Kind.MESSAGE and not isinstance(line.get("message"), dict):
             raise InvalidSessionFile(f"Line {number}: a message entry needs a `message` object.")
+        if problem := _problem(line):
+            raise InvalidSessionFile(f"Line {number}: {problem}")
         yield number, line
+
+
+MAX_DEPTH = 64
+TOKEN_FIELDS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+
+
+def _depth(value: Any) -> int:
+    """How deeply a JSON value nests (iteratively: a hostile file cannot exhaust the stack)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        current, depth = stack.pop()
+        if isinstance(current, dict | list):
+            deepest = max(deepest, depth)
+            if depth > MAX_DEPTH:
+                return depth
+            children = current.values() if isinstance(current, dict) else current
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _problem(line: dict[str, Any]) -> str:
+    """What makes a line unusable, in words (empty: nothing)."""
+    stamp = line.get("timestamp")
+    if stamp is not None and not isinstance(stamp, str):
+        return "`timestamp` must be an ISO date and time."
+    if isinstance(stamp, str):
+        try:
+            parse_datetime(stamp)
+        except ValueError:
+            return f"impossible timestamp {stamp[:40]!r}."
+    message = line.get("message")
+    if line.get("type") == Entry.Kind.MESSAGE and isinstance(message, dict):
+        usage = message.get("usage")
+        if usage is not None and not (
+            isinstance(usage, dict)
+            and all(_count(usage.get(name)) for name in TOKEN_FIELDS if name in usage)
+        ):
+            return "`usage` must hold whole, non-negative token counts."
+        if not isinstance(message.get("role", ""), str):
+            return "a message's `role` must be a string."
+        return _content_problem(message.get("content"))
+    if line.get("type") == Entry.Kind.CUSTOM_MESSAGE:
+        return _content_problem(line.get("content"))
+    return ""
+
+
+def _count(value: Any) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)
+
+
+def _content_problem(content: Any) -> str:
+    if content is None or isinstance(content, str):
+        return ""
+    if not isinstance(content, list):
+        return "`content` must be a string or a list of blocks."
+    for block in content:
+        if not isinstance(block, dict):
+            return "each block of `content` must be an object."
+        for field, kind in (("text", "text"), ("thinking", "thinking")):
+            if block.get("type") == kind and not isinstance(block.get(field), str):
+                return f"a {kind} block's `{field}` must be a string."
+        if block.get("type") == "toolCall" and not isinstance(block.get("name", ""), str):
+            return "a tool call's `name` must be a string."
+    return ""
 
 
 def _parents(
@@ -287,15 +378,24 @@ def _parents(
             raise InvalidSessionFile(
                 f"Line {numbers[key]}: parentId {parent!r} is not an entry of this file."
             )
-    for key, _ in pairs:
-        seen: set[str] = set()
-        current: str | None = key
-        while current is not None:
-            if current in seen:
-                raise InvalidSessionFile(f"Line {numbers[key]}: parentId forms a cycle.")
-            seen.add(current)
-            current = parent_of[current]
+    _check_acyclic(parent_of, numbers)
     return pairs
+
+
+def _check_acyclic(parent_of: dict[str, str | None], numbers: dict[str, int]) -> None:
+    """One pass over the tree: each walk to the root stops at an entry already known good."""
+    good: set[str] = set()
+    for key in parent_of:
+        path: list[str] = []
+        on_path: set[str] = set()
+        current: str | None = key
+        while current is not None and current not in good:
+            if current in on_path:
+                raise InvalidSessionFile(f"Line {numbers[current]}: parentId forms a cycle.")
+            path.append(current)
+            on_path.add(current)
+            current = parent_of[current]
+        good.update(path)
 
 
 def _timestamp(line: dict[str, Any]) -> datetime:

@@ -23,7 +23,7 @@ from . import (
     store,
     transcript,
 )
-from .forms import ImportForm, ModelForm, PreferencesForm, RenameForm
+from .forms import CompareForm, ImportForm, ModelForm, PreferencesForm, RenameForm
 from .models import ChatSession, Entry, Preferences
 from .providers import catalog
 
@@ -178,12 +178,7 @@ def compare(request: AuthenticatedRequest, session_id: int, other_id: int) -> Ht
     chain = listing.chain_of(old)
     old_branch, new_branch = store.get_branch(old), store.get_branch(new)
     seed = new_branch[0] if new_branch and new_branch[0].is_handoff else None
-    # The old session's document: the entry the next session on the way to `new` came from.
-    by_id = {s.pk: s for s in chain}
-    step = new
-    while step.parent_session_id and step.parent_session_id != old.pk:
-        step = by_id.get(step.parent_session_id, old)
-    document_entry_id = step.handed_off_from_id if step.parent_session_id == old.pk else None
+    document_entry_id = listing.handed_off_from(old, new, chain)
     report = None
     if seed is not None:  # the old branch and the seed fix the result: compute it once
         report = cache.get_or_set(
@@ -210,11 +205,11 @@ def compare(request: AuthenticatedRequest, session_id: int, other_id: int) -> Ht
 
 def compare_choice(request: AuthenticatedRequest) -> HttpResponse:
     """The chooser's GET form: any two sessions of a chain."""
-    try:
-        left, right = int(request.GET["left"]), int(request.GET["right"])
-    except (KeyError, ValueError):
+    form = CompareForm(request.GET)
+    if not form.is_valid():
+        messages.error(request, "Choose two sessions to compare.")
         return redirect("chat:index")
-    return redirect("chat:compare", left, right)
+    return redirect("chat:compare", form.cleaned_data["left"], form.cleaned_data["right"])
 
 
 def preferences(request: AuthenticatedRequest) -> HttpResponse:

@@ -175,3 +175,27 @@ def test_entries_of_kinds_agentweb_does_not_run_are_shown_compactly(signed_in, o
     session = make_session(owner, exchanges=1)
     store._append(session, kind=Entry.Kind.MODEL_CHANGE, data={"fields": {"modelId": "x"}})
     assert signed_in.get(session.get_absolute_url()).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"left": "-1", "right": "2"},
+        {"left": "1"},
+        {"left": "x", "right": "2"},
+        {"left": "1", "right": "9" * 30},
+    ],
+)
+def test_the_chooser_refuses_ids_that_are_not_sessions_with_a_message(signed_in, query):
+    response = signed_in.get(reverse("chat:compare_choice"), query, follow=True)
+    assert response.status_code == 200
+    assert "Choose two sessions to compare." in response.content.decode()
+
+
+def test_compare_ends_when_a_parent_lies_outside_the_chain(signed_in, owner):
+    chain = chain_of_four(owner)
+    # After an admin's deletions, two sessions of the chain have a parent outside it.
+    stranger = make_session(owner)
+    ChatSession.objects.filter(pk__in=[chain[1].pk, chain[2].pk]).update(parent_session=stranger)
+    response = signed_in.get(reverse("chat:compare", args=[chain[1].pk, chain[3].pk]))
+    assert response.status_code == 200

@@ -181,3 +181,13 @@ async def test_the_offline_model_answers_without_a_network(owner, open_tab):
     await runtime.wait_idle()
     branch = await db_async(store.get_branch)(session)
     assert branch[-1].model == "local"
+
+
+async def test_a_deeply_nested_frame_gets_an_error_and_the_socket_stays_usable(owner, open_tab):
+    session = await db_async(make_session)(owner, model="local")
+    _, tab = await open_tab(owner, session)
+    await tab.until('id="status"')
+    await tab.ws.send_to(text_data="[" * 100_000 + "]" * 100_000)
+    assert "Malformed message: nested too deeply." in await tab.until("Malformed")
+    await tab.send(message="still here?")
+    await tab.until("still here?")

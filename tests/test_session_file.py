@@ -171,6 +171,15 @@ def test_a_version_3_tree_keeps_its_branches_and_the_last_entry_is_the_leaf(owne
         ),
         (b"\xff\xfe not text", "not UTF-8"),
         (b"", "Line 1: the file is empty"),
+        (lines({"type": "session"}, {"type": "message", "message": {"role": "assistant", "content": "x", "usage": {"input": "lots"}}}), "Line 2: `usage` must hold whole, non-negative token counts."),
+        (lines({"type": "session"}, {"type": "message", "message": {"role": "assistant", "content": "x", "usage": {"input": -5, "output": 1}}}), "Line 2: `usage` must hold whole, non-negative token counts."),
+        (lines({"type": "session"}, {"type": "message", "message": {"role": "assistant", "content": "x", "usage": [1, 2]}}), "Line 2: `usage` must hold whole, non-negative token counts."),
+        (lines({"type": "session"}, {"type": "message", "timestamp": "2025-13-45T25:61:00Z", "message": {"role": "user", "content": "x"}}), "Line 2: impossible timestamp '2025-13-45T25:61:00Z'."),
+        (lines({"type": "session"}, {"type": "message", "message": {"role": "user", "content": [{"type": "text", "text": {"not": "a string"}}]}}), "Line 2: a text block's `text` must be a string."),
+        (lines({"type": "session"}, {"type": "message", "message": {"role": "user", "content": [{"type": "text", "text": 42}]}}), "Line 2: a text block's `text` must be a string."),
+        (lines({"type": "session"}, {"type": "custom_message", "customType": "x", "content": 7}), "Line 2: `content` must be a string or a list of blocks."),
+        (b'{"type": "session"}\n' + b'{"type": "message", "message": {"role": "user", "content": "x", "deep": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}", "Line 2: nested too deeply."),
+        (lines({"type": "session"}, {"type": "message", "message": {"role": "user", "content": "x", "deep": json.loads("[" * 80 + "]" * 80)}}), "Line 2: nested more than 64 levels deep."),
     ],
 )  # fmt: skip
 def test_an_invalid_file_is_refused_with_its_line_and_leaves_nothing(signed_in, owner, data, error):
@@ -210,3 +219,62 @@ def test_an_imported_session_can_be_handed_off(owner):
 def test_reading_stops_at_the_size_limit():
     with pytest.raises(session_file.InvalidSessionFile):
         session_file.read_lines(io.BytesIO(b"x"), session_file.MAX_IMPORT_BYTES + 1)
+
+
+def test_a_file_with_more_entries_than_the_limit_is_refused(signed_in, owner, settings):
+    settings.AGENTWEB_MAX_IMPORT_ENTRIES = 10
+    data = lines({"type": "session"}, *({"type": "message", "message": {"role": "user", "content": f"m{i}"}} for i in range(11)))  # fmt: skip
+    response = upload(signed_in, "long.jsonl", data)
+    assert "The file has 11 entries (the limit is 10)." in html.unescape(response.content.decode())
+    assert ChatSession.objects.count() == 0
+
+
+class CountingDict(dict):
+    lookups = 0
+
+    def __getitem__(self, key):
+        CountingDict.lookups += 1
+        return super().__getitem__(key)
+
+
+def test_the_cycle_check_looks_each_parent_up_once_however_long_the_chain():
+    keys = [f"{i:08x}" for i in range(5_000)]
+    parent_of = CountingDict({key: keys[i - 1] if i else None for i, key in enumerate(keys)})
+    CountingDict.lookups = 0
+    session_file._check_acyclic(parent_of, {key: i + 2 for i, key in enumerate(keys)})
+    assert CountingDict.lookups <= len(keys)  # the walk from each entry stops at known ground
+
+
+def test_a_long_chain_with_a_loop_at_its_end_names_the_line_of_the_loop(owner):
+    chain = [{"type": "message", "id": f"{i:06x}", "parentId": f"{i - 1:06x}" if i else None, "message": {"role": "user", "content": "x"}} for i in range(3_000)]  # fmt: skip
+    chain += [
+        {
+            "type": "message",
+            "id": "aa",
+            "parentId": "bb",
+            "message": {"role": "user", "content": "y"},
+        },
+        {
+            "type": "message",
+            "id": "bb",
+            "parentId": "aa",
+            "message": {"role": "user", "content": "z"},
+        },
+    ]
+    with pytest.raises(session_file.InvalidSessionFile, match="parentId forms a cycle"):
+        session_file.import_jsonl(
+            owner, lines({"type": "session", "version": 3}, *chain).decode().split("\n")
+        )
+
+
+def test_line_separators_inside_text_survive_export_and_import(signed_in, owner):
+    text = "one\u2028two\u2029three\u0085four\r\nfive"
+    session = make_session(owner)
+    store.append_message(session, "user", [{"type": "text", "text": text}])
+    exported = b"".join(chunk.encode() for chunk in session_file.export_jsonl(session))
+    assert "\u2028".encode() not in exported and b"\\u2028" in exported
+    assert exported.count(b"\n") == 2  # the header and one entry: one line each
+    response = upload(signed_in, "seps.jsonl", exported)
+    assert response.status_code == 200
+    imported = ChatSession.objects.exclude(pk=session.pk).get()
+    assert store.get_branch(imported)[0].text == text
