@@ -242,5 +242,8 @@ AGENTWEB_MAX_IMPORT_ENTRIES = env_int("AGENTWEB_MAX_IMPORT_ENTRIES", 100_000)
 AGENTWEB_MAX_MESSAGE_CHARS = env_int("AGENTWEB_MAX_MESSAGE_CHARS", 100_000)
 # Streamed text goes to the page in batches at most this far apart (fewer, larger frames).
 AGENTWEB_DELTA_BATCH_SECONDS = env_float("AGENTWEB_DELTA_BATCH_SECONDS", 0.03)
+# A streaming reply is saved this often (seconds, or characters), so a crash keeps it.
+AGENTWEB_PARTIAL_SAVE_SECONDS = env_float("AGENTWEB_PARTIAL_SAVE_SECONDS", 2.0)
+AGENTWEB_PARTIAL_SAVE_CHARS = env_int("AGENTWEB_PARTIAL_SAVE_CHARS", 4_000)
 # A generation's claim on its session lasts this long unless its process renews it.
 AGENTWEB_GENERATION_LEASE = env_float("AGENTWEB_GENERATION_LEASE", 15.0)

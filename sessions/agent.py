@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from channels.db import database_sync_to_async
+from django.conf import settings
 
 from . import context, coverage, handoff, store, window
 from .context import ASSISTANT, USER, add_to_context, estimate_tokens
@@ -105,6 +107,9 @@ class AgentSession:
         self.partial_stage = ""
         self._stream_task: asyncio.Task[None] | None = None
         self._aborted = False
+        self._abort_reason = "cancelled"
+        self._keep = True  # False once the session's claim is lost: write nothing more
+        self._saved_at, self._saved_chars = 0.0, 0  # the last partial save of the reply
         self._handoff_aborted: bool | None = None  # not None while a handoff generates
 
     # --- state -------------------------------------------------------------
@@ -146,7 +151,7 @@ class AgentSession:
             return None
         if expand_prompt_templates:
             text = await database_sync_to_async(store.expand_prompt_template)(self.session, text)
-        self.is_streaming, self._aborted = True, False
+        self.is_streaming, self._aborted, self._abort_reason = True, False, "cancelled"
         try:
             await self._emit("agent_start", purpose=purpose)
             user = await database_sync_to_async(store.append_message)(
@@ -168,14 +173,15 @@ class AgentSession:
     async def follow_up(self, text: str) -> None:
         await database_sync_to_async(PendingPrompt.objects.create)(session=self.session, text=text)
 
-    def abort(self) -> bool:
-        """Stop the reply; its partial text is kept as an aborted entry.
+    def abort(self, reason: str = "cancelled", *, keep: bool = True) -> bool:
+        """Stop the reply; its partial text is kept as an aborted entry (unless `keep` is
+        False: the session is no longer this process's to write to).
 
         An abort that comes before the reply starts streaming stops it from starting.
         """
         if not self.is_streaming:
             return False
-        self._aborted = True
+        self._aborted, self._abort_reason, self._keep = True, reason, keep
         if self._stream_task is not None and not self._stream_task.done():
             self._stream_task.cancel()
         return True
@@ -188,20 +194,24 @@ class AgentSession:
         status, error, outer_cancelled = await self._stream(reply, messages, prepared.failure)
         if status == Entry.Status.COMPLETE and not reply.text.strip():
             status, error = Entry.Status.FAILED, handoff.NO_TEXT
+        fields: dict[str, Any] = {
+            "status": status,
+            "error": error,
+            "model": self.provider.model,
+            "input_tokens": reply.usage.input_tokens,
+            "output_tokens": reply.usage.output_tokens,
+            "data": {**({"purpose": purpose} if purpose else {}), **prepared.data},
+        }
+        content = [{"type": "text", "text": reply.text}] if reply.text else []
+        self.partial_text = ""
+        if not self._keep:  # the claim was lost: whoever took over keeps the saved partial
+            await self._emit("message_end", role=Entry.Role.ASSISTANT, purpose=purpose)
+            return Entry(kind=Entry.Kind.MESSAGE, role=Entry.Role.ASSISTANT, **fields)
         save = database_sync_to_async(store.append_message)(
-            self.session,
-            Entry.Role.ASSISTANT,
-            [{"type": "text", "text": reply.text}] if reply.text else [],
-            status=status,
-            error=error,
-            model=self.provider.model,
-            input_tokens=reply.usage.input_tokens,
-            output_tokens=reply.usage.output_tokens,
-            data={**({"purpose": purpose} if purpose else {}), **prepared.data},
+            self.session, Entry.Role.ASSISTANT, content, **fields
         )
         # The final save must happen even when this task is being cancelled.
         entry = await asyncio.shield(save)
-        self.partial_text = ""
         if status != Entry.Status.FAILED:
             add_to_context(self.messages, Entry.Role.ASSISTANT, reply.text)
         await self._emit("message_end", role=Entry.Role.ASSISTANT, entry=entry, purpose=purpose)
@@ -230,11 +240,8 @@ class AgentSession:
             await self._stream_task
         except asyncio.CancelledError:
             outer_cancelled = not self._aborted or _current_task_cancelling()
-            return (
-                Entry.Status.ABORTED,
-                "interrupted" if outer_cancelled else "cancelled",
-                outer_cancelled,
-            )
+            reason = "interrupted" if outer_cancelled else self._abort_reason
+            return Entry.Status.ABORTED, reason, outer_cancelled
         except ProviderError as exc:
             reply.error_kind = exc.kind
             return Entry.Status.FAILED, exc.reason, False
@@ -248,10 +255,13 @@ class AgentSession:
     async def _consume(
         self, reply: _Reply, messages: list[dict[str, Any]], max_tokens: int | None = None
     ) -> None:
+        self._saved_at, self._saved_chars = time.monotonic(), 0
         async for event in self.provider.stream(messages, max_tokens=max_tokens):
             if isinstance(event, TextDelta):
                 reply.text += event.text
                 self.partial_text = reply.text
+                if self._partial_due(reply.text):
+                    await self._save_partial(reply.text)
                 # Shielded: an abort cancels this task, but never halfway through telling
                 # the listeners about a delta (they would see a gap in the stream).
                 await asyncio.shield(
@@ -259,6 +269,20 @@ class AgentSession:
                 )
             elif isinstance(event, StreamEnd):
                 reply.usage = event.usage
+
+    def _partial_due(self, text: str) -> bool:
+        return (
+            time.monotonic() - self._saved_at >= settings.AGENTWEB_PARTIAL_SAVE_SECONDS
+            or len(text) - self._saved_chars >= settings.AGENTWEB_PARTIAL_SAVE_CHARS
+        )
+
+    async def _save_partial(self, text: str) -> None:
+        """Keep the reply so far in the session row: a crash keeps it (SPEC B12)."""
+        self._saved_at, self._saved_chars = time.monotonic(), len(text)
+        if self._keep:
+            await database_sync_to_async(store.save_partial)(
+                self.session, text, self.partial_purpose, self.provider.model
+            )
 
     # --- handoff -----------------------------------------------------------
     async def handoff(self, focus: str = "") -> HandoffResult:
@@ -430,6 +454,10 @@ class AgentSession:
             chunks[index : index + 1] = window.split(chunk)
             await self._emit("message_end", role=ASSISTANT, purpose=NOTES)
             return None
+        self.partial_text = ""
+        if not self._keep:  # the claim was lost
+            await self._emit("message_end", role=ASSISTANT, purpose=NOTES)
+            return ""
         save = database_sync_to_async(store.append_custom)(
             self.session,
             NOTES,
@@ -439,7 +467,6 @@ class AgentSession:
             error=error,
         )
         entry = await asyncio.shield(save)
-        self.partial_text = ""
         await self._emit("message_end", role=ASSISTANT, entry=entry, purpose=NOTES)
         if outer_cancelled:
             raise asyncio.CancelledError

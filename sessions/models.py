@@ -46,6 +46,11 @@ class ChatSession(models.Model):
     imported_model = models.CharField(max_length=200, blank=True)
     cwd = models.CharField(max_length=500, blank=True)
 
+    # The reply streaming now, saved every few seconds: what a crash would otherwise lose.
+    partial_text = models.TextField(blank=True)
+    partial_purpose = models.CharField(max_length=32, blank=True)
+    partial_model = models.CharField(max_length=100, blank=True)
+
     # The claim of the one generation allowed per session (SPEC B8, B12).
     generation_id = models.CharField(max_length=40, blank=True)
     generation_kind = models.CharField(max_length=16, blank=True)
@@ -58,6 +63,14 @@ class ChatSession(models.Model):
         indexes = [
             models.Index(fields=["owner", "-updated_at"]),
             models.Index(fields=["owner", "chain_root"]),
+        ]
+        constraints = [
+            # One handoff document starts at most one session, however many tabs confirm it.
+            models.UniqueConstraint(
+                fields=["handed_off_from"],
+                condition=Q(handed_off_from__isnull=False),
+                name="one_session_per_handoff_document",
+            )
         ]
 
     def __str__(self) -> str:

@@ -12,18 +12,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from . import handoff, partials, store
-from .agent import AgentEvent, AgentSession, HandoffCancelled, HandoffFailed, HandoffResult
+from .agent import (
+    NOTES,
+    AgentEvent,
+    AgentSession,
+    HandoffCancelled,
+    HandoffFailed,
+    HandoffResult,
+)
 from .context import estimate_tokens
 from .handoff import NothingToHandOff
 from .models import ChatSession, Entry, PendingPrompt
@@ -73,21 +82,80 @@ def claim(session_id: int, generation_id: str, kind: str, channel: str) -> bool:
             generation_lease_until=ChatSession.lease_until(),
         )
         if updated and was_held:
+            keep_partial(session_id)
             store.append_custom(ChatSession(pk=session_id), "interrupted", INTERRUPTED)
     return updated == 1
 
 
+def keep_partial(session_id: int) -> None:
+    """The reply a dead process was streaming, as last saved: kept as an interrupted entry."""
+    session = ChatSession.objects.get(pk=session_id)
+    if not session.partial_text:
+        return
+    if session.partial_purpose == NOTES:
+        store.append_custom(
+            session, NOTES, session.partial_text, status=Entry.Status.ABORTED, error="interrupted"
+        )
+    else:
+        purpose = {"purpose": session.partial_purpose} if session.partial_purpose else None
+        store.append_message(
+            session,
+            Entry.Role.ASSISTANT,
+            [{"type": "text", "text": session.partial_text}],
+            status=Entry.Status.ABORTED,
+            error="interrupted",
+            model=session.partial_model,
+            data=purpose,
+        )
+
+
 def recover_interrupted() -> int:
-    """At start-up of a single-process server, no earlier claim can be alive: expire them all.
+    """At start-up of a single-process server, no earlier claim can be alive: expire them all,
+    keeping the replies they were streaming.
 
     With a shared channel layer (REDIS_URL) other processes may be generating,
     so their claims are left to expire by their leases.
     """
     if "InMemoryChannelLayer" not in settings.CHANNEL_LAYERS["default"]["BACKEND"]:
         return 0
-    return ChatSession.objects.exclude(generation_id="").update(
-        generation_lease_until=timezone.now(), generation_channel=""
-    )
+    with transaction.atomic():
+        for session_id in ChatSession.objects.exclude(generation_id="").values_list(
+            "pk", flat=True
+        ):
+            keep_partial(session_id)
+        return ChatSession.objects.exclude(generation_id="").update(
+            generation_lease_until=timezone.now(), generation_channel=""
+        )
+
+
+LOST = "another server process took the session over"
+UNRENEWABLE = "its claim on the session could not be renewed"
+
+
+class Lease:
+    """Keeps a generation's claim alive: renews it a few times per lease, retries sooner after
+    a failure, and says why when the claim is lost (taken over, or not renewable in time)."""
+
+    def __init__(self, renew: Callable[[], Awaitable[bool]], seconds: float) -> None:
+        self.renew = renew
+        self.seconds = seconds
+
+    async def keep(self) -> str:
+        renewed_at = time.monotonic()
+        delay = self.seconds / 3
+        while True:
+            await asyncio.sleep(delay)
+            try:
+                held = await self.renew()
+            except Exception:
+                log.warning("renewing a generation's claim failed; retrying", exc_info=True)
+                if time.monotonic() - renewed_at > self.seconds * 0.8:
+                    return UNRENEWABLE  # it may run out before the next try: stop first
+                delay = min(1.0, self.seconds / 10)
+                continue
+            if not held:
+                return LOST
+            renewed_at, delay = time.monotonic(), self.seconds / 3
 
 
 def renew(session_id: int, generation_id: str) -> bool:
@@ -205,6 +273,7 @@ class Job:
         self.pending_text = ""  # streamed text not yet sent: deltas go out in batches
         self.sent_text = ""  # the streaming reply's text as sent so far (what snapshots show)
         self.flush_task: asyncio.Task[None] | None = None
+        self.lost = ""  # why the claim was lost, if it was
         # One message at a time, in sequence order, even when tasks publish concurrently.
         self.publishing = asyncio.Lock()
         self.agent = AgentSession(session, listener=self.on_event, generation_id=generation_id)
@@ -218,10 +287,10 @@ class Job:
         heartbeat = asyncio.create_task(self.heartbeat())
         try:
             await self.agent.load()
-            if handoff_focus is not None:
-                await self.run_handoff(handoff_focus)
+            if handoff_focus is not None and await self.run_handoff(handoff_focus) == "review":
+                return  # prompts queued meanwhile wait for the reviewed switch (or its discard)
             declined = False  # an automatic handoff was cancelled or failed: send the prompt here
-            while True:
+            while not self.lost:
                 if not declined and await database_sync_to_async(auto_handoff_due)(self.session_id):
                     outcome = await self.run_auto_handoff()
                     if outcome == "review":  # the prompt waits for the reviewed switch
@@ -298,10 +367,15 @@ class Job:
                     await self.layer.send(message["reply_to"], self.snapshot())
 
     async def heartbeat(self) -> None:
-        interval = settings.AGENTWEB_GENERATION_LEASE / 3
-        while True:
-            await asyncio.sleep(interval)
-            await database_sync_to_async(renew)(self.session_id, self.generation_id)
+        """Keep the claim; when it is lost, stop: two generations must never share a session."""
+        lease = Lease(
+            lambda: database_sync_to_async(renew)(self.session_id, self.generation_id),
+            settings.AGENTWEB_GENERATION_LEASE,
+        )
+        self.lost = await lease.keep()
+        log.warning("generation %s stops: %s", self.generation_id, self.lost)
+        self.agent.abort(self.lost, keep=False)
+        await self.notify(partials.notice(f"This generation stopped: {self.lost}.", "error"))
 
     def snapshot(self) -> dict[str, Any]:
         """Everything a tab needs to catch up to event `seq`: the text sent so far, not the batch
@@ -432,10 +506,21 @@ async def confirm_handoff(session: ChatSession, reply_id: int, document: str) ->
     """B14: switch with the (possibly edited) document the user reviewed."""
     reply = await database_sync_to_async(_reviewable_reply)(session, reply_id)
     if reply is None or not document.strip():
-        return "That handoff document can no longer be used."
+        return USED
     session = await database_sync_to_async(ChatSession.objects.get)(pk=session.pk)  # fresh figures
     agent = AgentSession(session)
-    return await agent.switch(reply, document)
+    try:
+        return await agent.switch(reply, document)
+    except IntegrityError:  # another tab confirmed the same document a moment before
+        return USED
+    except Exception as exc:  # nothing was created (B6); say so and keep a record (B13)
+        log.exception("confirming a reviewed handoff failed in session %s", session.pk)
+        message = f"Handoff failed: {str(exc) or type(exc).__name__}"
+        await database_sync_to_async(store.append_custom)(session, "handoff_failed", message)
+        return message
+
+
+USED = "That handoff document can no longer be used: it already started a session."
 
 
 def _reviewable_reply(session: ChatSession, reply_id: int) -> Entry | None:

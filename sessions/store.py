@@ -130,6 +130,13 @@ def append_custom(
     )
 
 
+def save_partial(session: ChatSession, text: str, purpose: str, model: str) -> None:
+    """Keep the reply streaming now (any append clears it): what a crash would lose."""
+    ChatSession.objects.filter(pk=session.pk).update(
+        partial_text=text, partial_purpose=purpose, partial_model=model
+    )
+
+
 def change_model(session: ChatSession, model: str) -> Entry:
     """Run the session on another model from now on, recorded as the reference agent does."""
     provider = "agentweb" if model == "local" else "anthropic"
@@ -166,7 +173,7 @@ def _append(session: ChatSession, **fields: Any) -> Entry:
         added = sum(part.tokens for part in entry_parts(entry))
         size: Any = reported or F("context_tokens") + added
         ChatSession.objects.filter(pk=session.pk).update(
-            leaf=entry, updated_at=timezone.now(), context_tokens=size
+            leaf=entry, updated_at=timezone.now(), context_tokens=size, partial_text=""
         )
     session.leaf = entry
     session.context_tokens = reported or session.context_tokens + added

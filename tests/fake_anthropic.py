@@ -48,12 +48,18 @@ class Reply:
     input_tokens: int = 42
     output_tokens: int = 7
     message: str = ""  # the error message of a `status` reply
+    hold_after: int = -1  # stop after this many chunks until released (-1: never)
 
     @classmethod
     def text(cls, text: str, *, delay: float = 0.0, pieces: int = 0) -> Reply:
         words = text.split(" ")
         chunks = [w if i == 0 else " " + w for i, w in enumerate(words)]
         return cls(chunks=chunks, delay=delay)
+
+    @classmethod
+    def held(cls, before: list[str], after: list[str] | None = None) -> Reply:
+        """Send `before`, then wait until the test calls `release()` (or the client leaves)."""
+        return cls(chunks=[*before, *(after or ["."])], hold_after=len(before))
 
     @classmethod
     def slow(cls, tokens: int = 400, delay: float = 0.05) -> Reply:
@@ -68,6 +74,8 @@ class FakeAnthropic:
         self.window = 200_000  # the context window every model of this fake has
         self.requests: list[dict[str, Any]] = []
         self.counts: list[dict[str, Any]] = []  # count_tokens requests
+        self.holding = 0  # streams waiting at their hold point now
+        self._gate: asyncio.Event | None = None
         self.disconnects = 0
         self.completed = 0
         self._changed = threading.Condition()
@@ -92,10 +100,22 @@ class FakeAnthropic:
             self.counts.clear()
             self.disconnects = 0
             self.completed = 0
+        if self._gate is not None:  # a new test: held replies hold again
+            self._loop.call_soon_threadsafe(self._gate.clear)
 
     def wait_for(self, predicate: Any, timeout: float = 10.0) -> bool:
         with self._changed:
             return self._changed.wait_for(predicate, timeout)
+
+    def wait_for_hold(self, timeout: float = 10.0) -> bool:
+        """Wait until a held reply has sent what comes before its hold point."""
+        return self.wait_for(lambda: self.holding > 0, timeout)
+
+    def release(self) -> None:
+        """Let held replies go on (and every later one through its hold point)."""
+        gate = self._gate
+        if gate is not None:
+            self._loop.call_soon_threadsafe(gate.set)
 
     def wait_for_disconnect(self, timeout: float = 10.0) -> bool:
         return self.wait_for(lambda: self.disconnects > 0, timeout)
@@ -111,6 +131,7 @@ class FakeAnthropic:
 
     # --- the server -------------------------------------------------------------------
     async def _serve(self) -> int:
+        self._gate = asyncio.Event()
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
         return self._server.sockets[0].getsockname()[1]
 
@@ -175,6 +196,9 @@ class FakeAnthropic:
                 if event == "__drop__":
                     writer.transport.abort()
                     return
+                if event == "__hold__":
+                    await self._hold(eof)
+                    continue
                 if eof.done():
                     self._note(disconnects=1)
                     return
@@ -190,6 +214,17 @@ class FakeAnthropic:
             self._note(disconnects=1)
         finally:
             eof.cancel()
+
+    async def _hold(self, eof: asyncio.Future[bytes]) -> None:
+        """Wait at a held reply's hold point: for `release()`, or for the client to leave."""
+        assert self._gate is not None
+        self._note(holding=1)
+        try:
+            released = asyncio.ensure_future(self._gate.wait())
+            await asyncio.wait({eof, released}, return_when=asyncio.FIRST_COMPLETED)
+            released.cancel()
+        finally:
+            self._note(holding=-1)
 
     def _too_long(self, request: dict[str, Any]) -> Reply | None:
         """The API's refusals of a request that does not fit the window, word for word."""
@@ -240,6 +275,8 @@ def _events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:
             )
         )
     for i, text in enumerate(chunks):
+        if i == reply.hold_after:
+            events.append(("__hold__", {}))
         if reply.mode in ("error_event", "drop") and i == max(1, len(chunks) // 2):
             if reply.mode == "drop":
                 events.append(("__drop__", {}))

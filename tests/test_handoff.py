@@ -290,3 +290,73 @@ async def test_with_review_on_the_user_edits_the_document_before_the_switch(
     await tab.send(action="handoff_confirm", entry=str(reply_id), document="again")
     await tab.until("can no longer be used")
     assert await session_count() == 2
+
+
+async def reviewed_document(owner, fake_anthropic, open_tab, *, while_generating="", then=()):
+    """A handoff waiting for review; `while_generating` is typed while its document streams,
+    and the model answers `then` afterwards."""
+    await db_async(Preferences.objects.create)(user=owner, review_handoff=True)
+    fake_anthropic.enqueue(Reply.held(["## Goal\n", "Ship."]), *then)
+    old = await db_async(make_session)(owner, exchanges=1)
+    _, tab = await open_tab(owner, old)
+    await tab.send(message="/handoff")
+    assert await asyncio.to_thread(fake_anthropic.wait_for_hold)
+    if while_generating:
+        await tab.send(message=while_generating)
+        await tab.until("Queued")
+    fake_anthropic.release()
+    html = await tab.until("Review the handoff document")
+    await runtime.wait_idle()
+    reply_id = int(re.search(r'name="entry" value="(\d+)"', html).group(1))
+    return old, tab, reply_id
+
+
+async def test_a_prompt_typed_during_a_reviewed_handoff_waits_and_goes_to_the_new_session(
+    owner, fake_anthropic, open_tab
+):
+    old, tab, reply_id = await reviewed_document(
+        owner,
+        fake_anthropic,
+        open_tab,
+        while_generating="then the tests",
+        then=[Reply.text("Answered in the new session.")],
+    )
+    assert await db_async(PendingPrompt.objects.filter(session=old).count)() == 1
+    assert len(fake_anthropic.requests) == 1  # nothing was sent in the old session
+    await tab.send(action="handoff_confirm", entry=str(reply_id), document="## Goal\nShip.")
+    new_id = redirected_session(await tab.until("data-url="))
+    await runtime.wait_idle()
+    seed, question, answer = await entries_of(new_id)
+    assert (question.text, answer.text) == ("then the tests", "Answered in the new session.")
+
+
+async def test_two_tabs_confirming_one_document_at_once_start_one_session(
+    owner, fake_anthropic, open_tab
+):
+    old, _, reply_id = await reviewed_document(owner, fake_anthropic, open_tab)
+    confirms = await asyncio.gather(
+        *(runtime.confirm_handoff(old, reply_id, "## Goal\nShip.") for _ in range(2))
+    )
+    assert sorted(type(result).__name__ for result in confirms) == ["ChatSession", "str"]
+    assert "can no longer be used" in next(r for r in confirms if isinstance(r, str))
+    assert await session_count() == 2
+
+
+async def test_a_failure_while_confirming_is_shown_recorded_and_the_socket_goes_on(
+    owner, fake_anthropic, open_tab
+):
+    def fail_on_handoff_entry(sender, instance, created, **kwargs):
+        if created and instance.custom_type == "handoff":
+            raise RuntimeError("disk full")
+
+    old, tab, reply_id = await reviewed_document(owner, fake_anthropic, open_tab)
+    post_save.connect(fail_on_handoff_entry, sender=Entry)
+    try:
+        await tab.send(action="handoff_confirm", entry=str(reply_id), document="## Goal\nShip.")
+        assert "Handoff failed: disk full" in await tab.until("Handoff failed")
+    finally:
+        post_save.disconnect(fail_on_handoff_entry, sender=Entry)
+    assert await session_count() == 1
+    assert (await entries_of(old.pk))[-1].text == "Handoff failed: disk full"
+    await tab.send(action="handoff_confirm", entry=str(reply_id), document="## Goal\nShip.")
+    await tab.until("data-url=")  # the same socket, the same document, now it works

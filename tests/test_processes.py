@@ -163,12 +163,15 @@ async def test_only_one_generation_runs_per_session_across_processes(
 async def test_a_killed_process_leaves_an_interrupted_session_that_works_again(
     owner, fake_anthropic, fake_server, redis, open_socket, client
 ):
-    env = model_env(fake_server, redis, AGENTWEB_GENERATION_LEASE="1.5")
+    env = model_env(
+        fake_server, redis, AGENTWEB_GENERATION_LEASE="1.5", AGENTWEB_PARTIAL_SAVE_SECONDS="0"
+    )
     doomed = Daphne("daphne-doomed", **env)
-    fake_anthropic.enqueue(Reply.slow(tokens=400, delay=0.02), Reply.text("back again"))
+    fake_anthropic.enqueue(Reply.held(["token0 ", "token1 ", "token2 "]), Reply.text("back again"))
     session = await db_async(make_session)(owner, exchanges=1)
     tab = await open_socket(doomed, owner, session)
     await tab.send(message="long job")
+    assert await asyncio.to_thread(fake_anthropic.wait_for_hold)
     await tab.until("token2 ")
     doomed.kill()
     assert await asyncio.to_thread(fake_anthropic.wait_for_disconnect, 5)
@@ -194,3 +197,7 @@ async def test_a_killed_process_leaves_an_interrupted_session_that_works_again(
         lambda: list(Entry.objects.filter(session=session).values_list("kind", "custom_type"))
     )()
     assert ("custom", "interrupted") in kinds
+    kept = await db_async(
+        lambda: Entry.objects.get(session=session, role="assistant", error="interrupted")
+    )()
+    assert (kept.text, kept.status) == ("token0 token1 token2 ", "aborted")  # saved as it came

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 import pytest
@@ -11,7 +12,8 @@ from django.utils import timezone
 from sessions import runtime
 from sessions.models import ChatSession, Entry
 
-from .conftest import db_async, make_session
+from .conftest import FAKE_MODEL, db_async, make_session
+from .fake_anthropic import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -67,3 +69,98 @@ async def test_an_interrupted_session_accepts_a_new_prompt_and_records_the_inter
     assert kinds[-3:] == [("custom", "interrupted"), ("message", ""), ("message", "")]
     refreshed = await db_async(ChatSession.objects.get)(pk=session.pk)
     assert not refreshed.generation_id
+
+
+# --- a claim lost while generating, and the reply a crash would lose ------------------------
+def assistant_texts(session: ChatSession) -> list[tuple[str, str, str]]:
+    return list(
+        Entry.objects.filter(session=session, role="assistant")
+        .order_by("id")
+        .values_list("status", "error", "content__0__text")
+    )
+
+
+@pytest.mark.asyncio
+async def test_a_generation_whose_claim_is_taken_over_stops_and_writes_nothing_more(
+    owner, fake_anthropic, open_tab, settings
+):
+    settings.AGENTWEB_GENERATION_LEASE = 0.6  # renewed every 0.2 s
+    fake_anthropic.enqueue(Reply.held(["token0 ", "token1 "]))
+    session = await db_async(make_session)(owner, exchanges=1)
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="go")
+    assert await asyncio.to_thread(fake_anthropic.wait_for_hold)
+    # Another process takes the session over (as after a long stall of this one).
+    await db_async(ChatSession.objects.filter(pk=session.pk).update)(generation_id="other")
+    html = await tab.until("This generation stopped")
+    assert "This generation stopped: another server process took the session over." in html
+    assert await asyncio.to_thread(fake_anthropic.wait_for_disconnect, 5)
+    await runtime.wait_idle()
+    assert await db_async(assistant_texts)(session) == [("complete", "", "answer 0")]
+
+
+@pytest.mark.asyncio
+async def test_a_failed_renewal_is_retried_and_a_refused_one_ends_the_lease():
+    outcomes = iter([OSError("database is locked"), OSError("gone"), True, True, False])
+
+    async def renew() -> bool:
+        outcome = next(outcomes)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    assert await runtime.Lease(renew, seconds=0.3).keep() == runtime.LOST
+
+
+@pytest.mark.asyncio
+async def test_a_lease_that_cannot_be_renewed_in_time_ends_before_it_runs_out():
+    async def renew() -> bool:
+        raise OSError("database is gone")
+
+    started = asyncio.get_running_loop().time()
+    assert await runtime.Lease(renew, seconds=0.5).keep() == runtime.UNRENEWABLE
+    assert asyncio.get_running_loop().time() - started < 0.5  # before another may claim it
+
+
+@pytest.mark.asyncio
+async def test_a_streaming_reply_is_saved_as_it_goes_and_cleared_when_it_ends(
+    owner, fake_anthropic, open_tab, settings
+):
+    settings.AGENTWEB_PARTIAL_SAVE_SECONDS = 0  # save at every delta
+    fake_anthropic.enqueue(Reply.held(["token0 ", "token1 "], ["token2"]))
+    session = await db_async(make_session)(owner, exchanges=1)
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="go")
+    assert await asyncio.to_thread(fake_anthropic.wait_for_hold)
+    await tab.until("token1 ")
+    saved = await db_async(ChatSession.objects.get)(pk=session.pk)
+    assert (saved.partial_text, saved.partial_model) == ("token0 token1 ", FAKE_MODEL)
+    fake_anthropic.release()
+    await tab.until("entry--assistant status--complete")
+    await runtime.wait_idle()
+    assert (await db_async(ChatSession.objects.get)(pk=session.pk)).partial_text == ""
+
+
+def test_taking_over_a_dead_claim_keeps_the_reply_it_was_streaming(owner):
+    session = crashed_session(owner, lease_left=-1)
+    ChatSession.objects.filter(pk=session.pk).update(
+        partial_text="Half of the answer", partial_model="claude-x"
+    )
+    assert runtime.claim(session.pk, "new", "prompt", "channel")
+    *_, kept, note = Entry.objects.filter(session=session).order_by("id")
+    assert (kept.role, kept.text, kept.status, kept.error, kept.model) == (
+        "assistant", "Half of the answer", "aborted", "interrupted", "claude-x",
+    )  # fmt: skip
+    assert (note.custom_type, ChatSession.objects.get(pk=session.pk).partial_text) == (
+        "interrupted",
+        "",
+    )
+
+
+def test_starting_a_single_process_server_keeps_the_replies_that_were_streaming(owner):
+    session = crashed_session(owner, lease_left=10)
+    ChatSession.objects.filter(pk=session.pk).update(partial_text="Interrupted here")
+    call_command("recover_generations")
+    assert Entry.objects.filter(session=session).order_by("id").last().text == "Interrupted here"
+    page_state = ChatSession.objects.get(pk=session.pk)
+    assert page_state.was_interrupted and page_state.partial_text == ""
