@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+import ahocorasick
+
 from .context import bash_text, latest_compaction
 from .models import Entry
 
@@ -122,22 +124,77 @@ def _clean(value: str) -> str:
 
 def is_carried(kind: str, item: str, document: str, words: frozenset[str]) -> bool:
     """Whether the normalised document mentions the item, allowing for other casing or words."""
+    found = {phrase for phrase in _phrases(kind, item) if phrase in document}
+    return _decide(kind, item, found, words)
+
+
+def _phrases(kind: str, item: str) -> tuple[str, ...]:
+    """The whole-word phrases (normalised, space-padded) whose presence decides an item."""
+    if kind == "decision":
+        return ()
+    if kind == "error":
+        return (_padded(item.split(":")[0]),)
+    if kind == "path":
+        name = item.rstrip("/").rsplit("/", 1)[-1]
+        return (_padded(item), _padded(name)) if len(normalise(name)) > 3 else (_padded(item),)
+    return (_padded(item),)
+
+
+def _decide(kind: str, item: str, found: set[str], words: frozenset[str]) -> bool:
     if kind == "decision":
         content = [w for w in normalise(item).split() if w not in STOPWORDS and len(w) > 2]
         return bool(content) and sum(w in words for w in content) / len(content) >= 0.6
     if kind == "error":
-        head = item.split(":")[0]
         rest = [w for w in normalise(item.partition(":")[2]).split() if len(w) > 3][:4]
-        return mentions(document, head) and all(w in words for w in rest)
-    if kind == "path":
-        name = item.rstrip("/").rsplit("/", 1)[-1]
-        return mentions(document, item) or (len(normalise(name)) > 3 and mentions(document, name))
-    return mentions(document, item)
+        return _padded(item.split(":")[0]) in found and all(w in words for w in rest)
+    return any(phrase in found for phrase in _phrases(kind, item))
+
+
+@lru_cache(maxsize=65_536)
+def _padded(phrase: str) -> str:
+    return f" {normalise(phrase)} "
 
 
 def mentions(document: str, phrase: str) -> bool:
     """Whole-word containment in a normalised, space-padded document."""
-    return f" {normalise(phrase)} " in document
+    return _padded(phrase) in document
+
+
+MAX_CHECKED_CHARS = 2_000_000  # a longer document is checked on its first two million characters
+
+
+class Document:
+    """A handoff document, normalised once, against which many items are checked at once.
+
+    One Aho–Corasick pass finds every phrase the items need, so checking N items costs the
+    document's length plus N, not N times the document (an hour, for a hostile 16 MB one).
+    """
+
+    def __init__(self, text: str) -> None:
+        self.clipped = len(text) > MAX_CHECKED_CHARS
+        self.normalised = f" {normalise(text[:MAX_CHECKED_CHARS])} "
+        self.words = frozenset(self.normalised.split())
+
+    def mark(self, items: Sequence[Item]) -> None:
+        """Set each item's `carried`."""
+        found = self._find({phrase for item in items for phrase in _phrases(item.kind, item.text)})
+        for item in items:
+            item.carried = _decide(item.kind, item.text, found, self.words)
+
+    def _find(self, phrases: set[str]) -> set[str]:
+        phrases = {phrase for phrase in phrases if phrase.strip()}
+        if not phrases:
+            return set()
+        automaton = ahocorasick.Automaton()
+        for phrase in phrases:
+            automaton.add_word(phrase, phrase)
+        automaton.make_automaton()
+        found: set[str] = set()
+        for _, phrase in automaton.iter(self.normalised):
+            found.add(phrase)
+            if len(found) == len(phrases):
+                break
+        return found
 
 
 # --- noise ----------------------------------------------------------------------------------
@@ -446,6 +503,9 @@ def rank(item: Item, total: int) -> None:
 class Coverage:
     items: tuple[Item, ...]  # most salient first
     total_entries: int = 0
+    clipped: bool = False  # the document was longer than MAX_CHECKED_CHARS
+
+    SHOWN = 2_000  # the panel lists this many items at most (most salient first)
 
     @property
     def carried(self) -> int:
@@ -491,19 +551,22 @@ class Coverage:
         shown = {id(item) for item in self.dropped()}
         return tuple(item for item in self.items if id(item) not in shown)
 
+    @property
+    def unlisted(self) -> int:
+        """Items too many (and too little salient) to list."""
+        return max(0, len(self.items) - self.SHOWN)
+
     def by_kind(self) -> list[tuple[str, list[Item]]]:
+        listed = self.items[: self.SHOWN]
         groups = [
-            (label, [i for i in self.items if i.kind == kind])
-            for kind, label in KIND_LABELS.items()
+            (label, [i for i in listed if i.kind == kind]) for kind, label in KIND_LABELS.items()
         ]
         return [(label, items) for label, items in groups if items]
 
 
 def coverage(old_entries: Sequence[Entry], document: str, cwd: str = "") -> Coverage:
     """The old branch's items (handoff exchanges excluded), each checked against the document."""
-    normalised = f" {normalise(document)} "
-    words = frozenset(normalised.split())
     items = items_of(old_entries, cwd)
-    for item in items:
-        item.carried = is_carried(item.kind, item.text, normalised, words)
-    return Coverage(tuple(items), len(old_entries))
+    checked = Document(document)
+    checked.mark(items)
+    return Coverage(tuple(items), len(old_entries), clipped=checked.clipped)

@@ -179,13 +179,8 @@ def compare(request: AuthenticatedRequest, session_id: int, other_id: int) -> Ht
     old_branch, new_branch = store.get_branch(old), store.get_branch(new)
     seed = new_branch[0] if new_branch and new_branch[0].is_handoff else None
     document_entry_id = listing.handed_off_from(old, new, chain)
-    report = None
-    if seed is not None:  # the old branch and the seed fix the result: compute it once
-        report = cache.get_or_set(
-            f"coverage:{old.pk}:{old.leaf_id}:{seed.pk}",
-            lambda: coverage.coverage(old_branch, handoff.unwrap(seed.text), old.cwd),
-            timeout=3600,
-        )
+    report = _coverage_report(old, old_branch, seed) if seed is not None else None
+    busy = report if isinstance(report, str) else ""
     return render(
         request,
         "sessions/compare.html",
@@ -198,9 +193,29 @@ def compare(request: AuthenticatedRequest, session_id: int, other_id: int) -> Ht
             ],
             "chain": chain,
             "same_chain": old.chain_id == new.chain_id,
-            "coverage": report,
+            "coverage": None if busy else report,
+            "coverage_busy": busy,
         },
     )
+
+
+def _coverage_report(
+    old: ChatSession, old_branch: list[Entry], seed: Entry
+) -> coverage.Coverage | str:
+    """The coverage report, computed once per old branch and seed: a request that finds another
+    computing it says so instead of repeating the work."""
+    key = f"coverage:{old.pk}:{old.leaf_id}:{seed.pk}"
+    report: coverage.Coverage | None = cache.get(key)
+    if report is not None:
+        return report
+    if not cache.add(f"{key}:busy", True, timeout=300):
+        return "The coverage of this handoff is being worked out: reload in a moment."
+    try:
+        report = coverage.coverage(old_branch, handoff.unwrap(seed.text), old.cwd)
+        cache.set(key, report, timeout=3600)
+    finally:
+        cache.delete(f"{key}:busy")
+    return report
 
 
 def compare_choice(request: AuthenticatedRequest) -> HttpResponse:

@@ -199,3 +199,16 @@ def test_compare_ends_when_a_parent_lies_outside_the_chain(signed_in, owner):
     ChatSession.objects.filter(pk__in=[chain[1].pk, chain[2].pk]).update(parent_session=stranger)
     response = signed_in.get(reverse("chat:compare", args=[chain[1].pk, chain[3].pk]))
     assert response.status_code == 200
+
+
+def test_a_report_another_request_is_working_out_is_not_worked_out_twice(signed_in, owner):
+    from django.core.cache import cache
+
+    old = make_session(owner, exchanges=1)
+    new = hand_off(old, "## Goal\nShip.")
+    old.refresh_from_db()
+    seed = store.get_branch(new)[0]
+    cache.add(f"coverage:{old.pk}:{old.leaf_id}:{seed.pk}:busy", True)  # another request's mark
+    html = signed_in.get(reverse("chat:compare", args=[old.pk, new.pk])).content.decode()
+    assert "The coverage of this handoff is being worked out: reload in a moment." in html
+    assert "What the handoff carried" not in html

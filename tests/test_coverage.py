@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from sessions.coverage import coverage, extract, items_of, normalise
 from sessions.models import Entry
 
@@ -235,3 +237,13 @@ def test_the_panel_score_weights_items_by_salience():
     salient_only = " ".join(i.text for i in items_of(entries) if i.salient)
     low_only = " ".join(i.text for i in items_of(entries) if not i.salient)
     assert coverage(entries, salient_only).score > 80 > coverage(entries, low_only).score
+
+
+@pytest.mark.timeout(60)  # the check that scanned the document once per item took over an hour
+def test_a_huge_document_against_many_items_is_checked_in_one_pass():
+    entries = [said("user", " ".join(f"handler_{n}_{k}" for k in range(200))) for n in range(150)]
+    document = ("Lorem ipsum handler_7_7 dolor sit amet. " * 60_000)[:2_500_000]
+    result = coverage(entries, document)
+    assert len(result.items) == 30_000
+    assert {item.text for item in result.items if item.carried} == {"handler_7_7"}
+    assert result.clipped  # past two million characters, the rest is not read
