@@ -240,6 +240,12 @@ AGENTWEB_LOCAL_TOKEN_DELAY = env_float("AGENTWEB_LOCAL_TOKEN_DELAY", 0.03)
 AGENTWEB_MAX_IMPORT_ENTRIES = env_int("AGENTWEB_MAX_IMPORT_ENTRIES", 100_000)
 # Longest message accepted from the chat box, in characters.
 AGENTWEB_MAX_MESSAGE_CHARS = env_int("AGENTWEB_MAX_MESSAGE_CHARS", 100_000)
+# Caps that keep one user (or one flooding socket) from running up the operator's API key.
+AGENTWEB_MAX_QUEUED_PROMPTS = env_int("AGENTWEB_MAX_QUEUED_PROMPTS", 10)
+AGENTWEB_MAX_GENERATIONS_PER_USER = env_int("AGENTWEB_MAX_GENERATIONS_PER_USER", 3)
+AGENTWEB_FRAMES_PER_SECOND = env_float("AGENTWEB_FRAMES_PER_SECOND", 5.0)
+AGENTWEB_FRAME_BURST = env_int("AGENTWEB_FRAME_BURST", 20)
+AGENTWEB_MAX_FRAME_BYTES = env_int("AGENTWEB_MAX_FRAME_BYTES", 1_048_576)
 # Streamed text goes to the page in batches at most this far apart (fewer, larger frames).
 AGENTWEB_DELTA_BATCH_SECONDS = env_float("AGENTWEB_DELTA_BATCH_SECONDS", 0.03)
 # A streaming reply is saved this often (seconds, or characters), so a crash keeps it.

@@ -13,6 +13,7 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 
 from . import commands, partials, runtime, store
 from .forms import Frame, FrameError, parse_frame
@@ -42,6 +43,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
         self.after = _query_int(self.scope, "after")
         self.gen: str | None = None
         self.seq = 0
+        self.budget = FrameBudget(
+            settings.AGENTWEB_FRAMES_PER_SECOND, settings.AGENTWEB_FRAME_BURST
+        )
         self.awaiting_snapshot_since = 0.0
         self.user_group = runtime.user_group(user.pk)
         self.login = self.scope["session"].session_key or ""
@@ -66,9 +70,10 @@ class SessionConsumer(AsyncWebsocketConsumer):
         try:
             frame = parse_frame(text_data)
         except FrameError as error:
-            await self.send(
-                text_data=partials.notice(error.reason, "error") + _give_back(error.text)
-            )
+            await self.refuse(error.reason, error.text)
+            return
+        if frame.action != "cancel" and not self.budget.take():  # Cancel always goes through
+            await self.refuse(TOO_FAST, frame.message)
             return
         if frame.action == "cancel":
             if not await runtime.cancel(self.session.pk):
@@ -81,13 +86,19 @@ class SessionConsumer(AsyncWebsocketConsumer):
         else:
             await self.submit(frame.message)
 
+    async def refuse(self, reason: str, text: str = "") -> None:
+        """Say why a frame was not taken, and put its text back into the message box."""
+        await self.send(text_data=partials.notice(reason, "error") + _give_back(text))
+
     async def submit(self, text: str) -> None:
         names = await database_sync_to_async(store.template_names)(self.session.owner_id)
         parsed = commands.parse(text, template_names=names)
         if isinstance(parsed, commands.UnknownCommand):
-            await self.send(text_data=partials.notice(parsed.message, "error") + _give_back(text))
+            await self.refuse(parsed.message, text)
         elif isinstance(parsed, commands.CommandCall) and parsed.name == "help":
             await self.send(text_data=partials.notice(commands.help_text()))
+        elif refusal := await database_sync_to_async(runtime.over_a_cap)(self.session, parsed):
+            await self.refuse(refusal, text)
         elif isinstance(parsed, commands.CommandCall) and parsed.name == "handoff":
             refusal = await runtime.start_handoff(self.session, parsed.args)
             if refusal:
@@ -148,25 +159,65 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=event["html"])
 
     async def resync(self) -> None:
-        """Bring the page up to date from the database, then from the running job if any."""
+        """Bring the page up to date from the database, then from the running job if any.
+
+        At most CATCH_UP_LIMIT entries, rendered CATCH_UP_PAGE at a time, each page in a call
+        of its own: the one database thread every socket shares is never held for long.
+        """
         state = await database_sync_to_async(_catch_up)(self.session.pk, self.after)
+        if state["skipped"]:
+            await self.send(text_data=partials.notice(_skipped(state["skipped"]), "warning"))
+        for start in range(0, len(state["newer"]), CATCH_UP_PAGE):
+            page = state["newer"][start : start + CATCH_UP_PAGE]
+            await self.send(text_data=await database_sync_to_async(_render)(page))
         self.after = state["after"]
-        await self.send(text_data=state["html"])
+        await self.send(text_data=state["status"])
         if state["channel"]:
             self.awaiting_snapshot_since = time.monotonic()
             await runtime.request_snapshot(state["channel"], self.channel_name)
 
 
+CATCH_UP_LIMIT = 200
+CATCH_UP_PAGE = 50
+TOO_FAST = "Too many messages at once: wait a moment, then send again."
+
+
+def _skipped(count: int) -> str:
+    return f"{count:,} earlier new entries are not shown here: reload the page to see them."
+
+
 def _catch_up(session_id: int, after: int) -> dict[str, Any]:
     session = ChatSession.objects.get(pk=session_id)
     newer = [e for e in store.get_branch(session) if e.pk > after]
-    html = "".join(partials.entry(e) for e in newer)
-    html += partials.status(session, **runtime.status_state(session))
+    shown = newer[-CATCH_UP_LIMIT:]
     return {
         "after": max([after, *(e.pk for e in newer)]),
-        "html": html,
+        "newer": shown,
+        "skipped": len(newer) - len(shown),
+        "status": partials.status(session, **runtime.status_state(session)),
         "channel": session.generation_channel if session.is_generating else "",
     }
+
+
+def _render(entries: list[Any]) -> str:
+    return "".join(partials.entry(entry) for entry in entries)
+
+
+class FrameBudget:
+    """A token bucket: `rate` frames a second on average, `burst` at once."""
+
+    def __init__(self, rate: float, burst: int) -> None:
+        self.rate, self.burst = rate, burst
+        self.tokens, self.updated = float(burst), time.monotonic()
+
+    def take(self) -> bool:
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.updated) * self.rate)
+        self.updated = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
 
 
 def _give_back(text: str) -> str:

@@ -69,7 +69,8 @@ def parse_frame(text_data: str | None) -> Frame:
     limit = settings.AGENTWEB_MAX_MESSAGE_CHARS
     if text_data is None:
         raise FrameError("Malformed message: expected a JSON text frame.")
-    if len(text_data) > 4 * limit + 10_000:
+    most = settings.AGENTWEB_MAX_FRAME_BYTES
+    if len(text_data) > most or len(text_data.encode("utf-8", "surrogatepass")) > most:
         raise FrameError(f"Message too long: the limit is {limit:,} characters.")
     try:
         payload = json.loads(text_data)

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import time
 import uuid
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -24,7 +25,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from . import handoff, partials, store
+from . import commands, handoff, partials, store
 from .agent import (
     NOTES,
     AgentEvent,
@@ -254,6 +255,36 @@ def announce_entry(session_id: int, entry: Entry) -> None:
     )
 
 
+def over_a_cap(session: ChatSession, parsed: Any) -> str:
+    """Why a prompt or /handoff may not be taken now (empty: it may): a session queues at most
+    AGENTWEB_MAX_QUEUED_PROMPTS prompts, and a user runs at most
+    AGENTWEB_MAX_GENERATIONS_PER_USER generations at once."""
+    fresh = ChatSession.objects.get(pk=session.pk)
+    if fresh.is_generating:
+        queued = PendingPrompt.objects.filter(session_id=session.pk).count()
+        limit = settings.AGENTWEB_MAX_QUEUED_PROMPTS
+        if not isinstance(parsed, commands.CommandCall) and queued >= limit:
+            return (
+                f"{queued} messages are already waiting in this session (the limit is {limit}): "
+                "send this one when they have gone."
+            )
+        return ""
+    running = (
+        ChatSession.objects.filter(
+            owner_id=session.owner_id, generation_lease_until__gt=timezone.now()
+        )
+        .exclude(generation_id="")
+        .count()
+    )
+    limit = settings.AGENTWEB_MAX_GENERATIONS_PER_USER
+    if running >= limit:
+        return (
+            f"{running} replies are being generated in your other sessions (the limit is "
+            f"{limit}): send this when one of them ends."
+        )
+    return ""
+
+
 def message_count(session_id: int) -> int:
     return store.count_messages(store.get_branch(ChatSession(pk=session_id)))
 
@@ -267,7 +298,9 @@ class Job:
         self.channel = channel
         self.layer = get_channel_layer()
         self.seq = 0
-        self.appended: list[tuple[int, str]] = []  # (entry id, html) of this run, for snapshots
+        # (entry id, html) of this run's latest entries, for snapshots; older ones a resyncing
+        # tab reads from the database.
+        self.appended: deque[tuple[int, str]] = deque(maxlen=50)
         self.status = ""
         self.notice = ""  # the last notice, so a tab that resyncs still sees it
         self.pending_text = ""  # streamed text not yet sent: deltas go out in batches
@@ -345,7 +378,7 @@ class Job:
             html = await database_sync_to_async(partials.review)(result.reply)
             await self.notify(html)
             return
-        self.appended = []
+        self.appended.clear()
         await self.notify(
             partials.notice(handoff.STARTED, "success")
             + partials.redirect(result.new_session.get_absolute_url()),
@@ -386,7 +419,7 @@ class Job:
             "gen": self.generation_id,
             "seq": self.seq,
             "session": self.session_id,
-            "entries": self.appended,
+            "entries": list(self.appended),
             "html": partials.live(text, self.agent.partial_purpose, self.agent.partial_stage)
             + self.status
             + self.notice,

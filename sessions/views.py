@@ -188,8 +188,8 @@ def compare(request: AuthenticatedRequest, session_id: int, other_id: int) -> Ht
             "old": old,
             "new": new,
             "columns": [
-                ("old", old, transcript.fold(old_branch), document_entry_id),
-                ("new", new, transcript.fold(new_branch), seed and seed.pk),
+                _column("old", old, old_branch, document_entry_id),
+                _column("new", new, new_branch, seed.pk if seed else None),
             ],
             "chain": chain,
             "same_chain": old.chain_id == new.chain_id,
@@ -197,6 +197,30 @@ def compare(request: AuthenticatedRequest, session_id: int, other_id: int) -> Ht
             "coverage_busy": busy,
         },
     )
+
+
+AFTER_FOCUS = 20  # entries shown after the one a compare column is about
+
+
+def _column(
+    side: str, session: ChatSession, branch: list[Entry], focus: int | None
+) -> dict[str, Any]:
+    """One column of side by side: a window of the transcript around its focus (the handoff
+    document, or the seed), with the earlier entries on demand and a link for the later ones."""
+    at = next((i for i, e in enumerate(branch) if e.pk == focus), len(branch) - 1)
+    start = max(0, min(at - (TRANSCRIPT_WINDOW - AFTER_FOCUS), len(branch) - TRANSCRIPT_WINDOW))
+    start = transcript.start_of_window(branch, start) if branch else 0
+    end = min(len(branch), start + TRANSCRIPT_WINDOW, max(at + AFTER_FOCUS + 1, TRANSCRIPT_WINDOW))
+    shown = branch[start:end]
+    return {
+        "side": side,
+        "session": session,
+        "entries": transcript.fold(shown),
+        "focus": focus,
+        "earlier": start,
+        "earlier_before": shown[0].pk if shown else 0,
+        "later": len(branch) - end,
+    }
 
 
 def _coverage_report(

@@ -212,3 +212,21 @@ def test_a_report_another_request_is_working_out_is_not_worked_out_twice(signed_
     html = signed_in.get(reverse("chat:compare", args=[old.pk, new.pk])).content.decode()
     assert "The coverage of this handoff is being worked out: reload in a moment." in html
     assert "What the handoff carried" not in html
+
+
+def test_side_by_side_shows_a_window_of_each_transcript_around_the_handoff(signed_in, owner):
+    old = make_session(owner)
+    for i in range(300):  # 600 entries before the handoff
+        store.append_message(old, "user", [{"type": "text", "text": f"q{i}"}])
+        store.append_message(old, "assistant", [{"type": "text", "text": f"a{i}"}])
+    new = hand_off(old, "## Goal\nShip.")
+    for i in range(150):  # 300 entries after the seed
+        store.append_message(new, "user", [{"type": "text", "text": f"n{i}"}])
+        store.append_message(new, "assistant", [{"type": "text", "text": f"m{i}"}])
+    html = signed_in.get(reverse("chat:compare", args=[old.pk, new.pk])).content.decode()
+    old_column, new_column = html.split('id="column-new"')
+    assert old_column.count('<article id="entry-') == 200  # ending at the document
+    assert "Show 402 earlier entries" in old_column and ">Handoff document" in old_column
+    assert new_column.count('<article id="entry-') == 200  # from the seed on
+    assert "New session started with handoff context" in new_column
+    assert "101 later entries: open the session" in new_column

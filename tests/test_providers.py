@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 
@@ -141,3 +142,28 @@ def test_the_offline_model_writes_requested_sections_from_the_conversation():
     assert "Build a parser for config/app.toml" in document
     assert "decided to use tomllib" in document
     assert "src/parser.py" in document and "parse_config()" in document
+
+
+@pytest.mark.asyncio
+async def test_the_offline_model_reads_a_long_history_off_the_event_loop(caplog, settings):
+    """Every tab's socket shares the event loop: a step that holds it 50 ms is logged by asyncio."""
+    from bench.make_session import generate
+    from sessions import context
+    from sessions.models import Entry
+    from sessions.session_file import _entry, _parse
+
+    rows = list(_parse(generate()))  # 2 MB
+    entries = [_entry(None, number, line) for number, line in rows[1:]]  # type: ignore[arg-type]
+    messages = context.build_context([e for e in entries if isinstance(e, Entry)])
+    context.add_to_context(messages, "user", "## Goal\n## Next Steps\nWrite the document.")
+    local = settings.AGENTWEB_MODELS["local"]
+    settings.AGENTWEB_MODELS = {**settings.AGENTWEB_MODELS, "local": {**local, "window": 10**7}}
+    loop = asyncio.get_running_loop()
+    loop.set_debug(True)
+    loop.slow_callback_duration = 0.05
+    await asyncio.sleep(0)  # debug timing applies from the loop's next step
+    with caplog.at_level(logging.WARNING, logger="asyncio"):
+        reply = [event async for event in LocalProvider(token_delay=0).stream(messages)]
+    assert reply and isinstance(reply[-1], StreamEnd)
+    slow = [r.getMessage() for r in caplog.records if "took" in r.getMessage()]
+    assert slow == []

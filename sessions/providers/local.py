@@ -13,7 +13,7 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ..context import estimate_tokens
+from ..context import estimate_tokens, message_tokens
 from ..coverage import extract
 from . import catalog
 from .base import Provider, ProviderError, ProviderEvent, StreamEnd, TextDelta, Usage
@@ -47,7 +47,10 @@ class LocalProvider(Provider):
         system: str | None = None,
         max_tokens: int | None = None,
     ) -> AsyncIterator[ProviderEvent]:
-        tokens = await self.count_tokens(messages, system=system)
+        # Counting and reading a long history takes a while: off the event loop, which every
+        # tab's socket shares.
+        tokens = await asyncio.to_thread(message_tokens, messages)
+        tokens += estimate_tokens(system or "")
         output = max_tokens or self.spec.max_output
         if tokens + output > self.spec.window:
             # As the API does: a request that cannot fit with its output is refused.
@@ -57,7 +60,6 @@ class LocalProvider(Provider):
                 f"> {self.spec.window})",
                 kind="too_long",
             )
-        # Reading a long history takes a while: off the event loop, which serves every tab.
         reply = await asyncio.to_thread(respond, messages)
         reply = _at_most(reply, output)
         for token in TOKEN.findall(reply):

@@ -1,0 +1,105 @@
+"""Caps that keep one user, or one flooding socket, from running up the operator's key or
+holding up everyone else. Each refusal says why and gives the text back."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from sessions import runtime, store
+from sessions.models import PendingPrompt
+from sessions.runtime import Job
+
+from .conftest import db_async, make_session
+from .fake_anthropic import Reply
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
+
+
+async def generating(owner, fake, open_tab, session=None):
+    """A session whose reply is held mid-stream by the fake model; its tab."""
+    fake.enqueue(Reply.held(["Working "]))
+    session = session or await db_async(make_session)(owner, exchanges=1)
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="start")
+    assert await asyncio.to_thread(fake.wait_for_hold)
+    return session, tab
+
+
+async def test_a_session_queues_only_so_many_prompts(owner, fake_anthropic, open_tab, settings):
+    settings.AGENTWEB_MAX_QUEUED_PROMPTS = 2
+    session, tab = await generating(owner, fake_anthropic, open_tab)
+    for text in ("one", "two"):
+        await tab.send(message=text)
+        await tab.until("Queued")
+    await tab.send(message="three")
+    html = await tab.until("already waiting")
+    assert "2 messages are already waiting in this session (the limit is 2)" in html
+    assert "three</textarea>" in html  # given back
+    assert await db_async(PendingPrompt.objects.count)() == 2
+    fake_anthropic.release()
+
+
+async def test_a_user_runs_only_so_many_generations_at_once(
+    owner, fake_anthropic, open_tab, settings
+):
+    settings.AGENTWEB_MAX_GENERATIONS_PER_USER = 1
+    await generating(owner, fake_anthropic, open_tab)
+    other = await db_async(make_session)(owner, exchanges=1)
+    _, tab = await open_tab(owner, other)
+    await tab.send(message="meanwhile, here")
+    html = await tab.until("the limit is 1")
+    assert "1 replies are being generated in your other sessions (the limit is 1)" in html
+    assert "meanwhile, here</textarea>" in html
+    await tab.send(message="/handoff")
+    assert "the limit is 1" in await tab.until("the limit is 1")
+    assert len(fake_anthropic.requests) == 1
+    fake_anthropic.release()
+
+
+async def test_a_flooding_socket_is_slowed_and_cancel_still_goes_through(
+    owner, fake_anthropic, open_tab, settings
+):
+    settings.AGENTWEB_FRAMES_PER_SECOND = 0.01
+    settings.AGENTWEB_FRAME_BURST = 3
+    settings.AGENTWEB_MAX_QUEUED_PROMPTS = 100
+    session, tab = await generating(owner, fake_anthropic, open_tab)  # "start" is frame 1
+    for n in range(5):
+        await tab.send(message=f"flood {n}")
+    html = await tab.until("Too many messages at once")
+    assert "Too many messages at once: wait a moment, then send again." in html
+    assert await db_async(PendingPrompt.objects.count)() == 2  # frames 2 and 3
+    await tab.send(action="cancel")
+    await tab.until("Cancelled")
+    assert await asyncio.to_thread(fake_anthropic.wait_for_disconnect, 5)
+
+
+async def test_a_frame_over_the_byte_limit_is_refused(owner, open_tab, settings):
+    settings.AGENTWEB_MAX_FRAME_BYTES = 1_000
+    session = await db_async(make_session)(owner, model="local")
+    _, tab = await open_tab(owner, session)
+    await tab.ws.send_to(text_data=json.dumps({"message": "😀" * 300}))  # 1,200 bytes of UTF-8
+    assert "Message too long" in await tab.until("Message too long")
+
+
+async def test_a_tab_far_behind_catches_up_on_the_latest_entries_in_pages(owner, open_tab):
+    session = await db_async(make_session)(owner, model="local", exchanges=130)  # 260 entries
+    _, tab = await open_tab(owner, session, after=0)
+    frames = [await tab.receive() for _ in range(6)]
+    assert "60 earlier new entries are not shown here: reload the page to see them." in frames[0]
+    pages = frames[1:5]
+    assert [page.count('<article id="entry-') for page in pages] == [50, 50, 50, 50]
+    assert "question 30<" in pages[0] and "answer 129<" in pages[-1]
+    assert 'id="status"' in frames[5]
+
+
+async def test_a_long_run_keeps_only_its_latest_entries_for_snapshots(owner):
+    session = await db_async(make_session)(owner, model="local", exchanges=60)
+    job = Job(session, "gen", "channel")
+    for entry in await db_async(store.get_branch)(session):
+        job.appended.append((entry.pk, "<article></article>"))
+    assert len(job.snapshot()["entries"]) == 50
+    assert job.snapshot()["entries"][-1][0] == entry.pk
+    await runtime.wait_idle()
