@@ -7,7 +7,7 @@ from channels.testing import WebsocketCommunicator
 
 from .conftest import _cookie_for, db_async, make_session
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 async def connect(
@@ -38,16 +38,19 @@ async def connect(
         b"",
     ],
 )
+@pytest.mark.asyncio
 async def test_a_page_of_another_origin_cannot_open_the_socket(owner, origin):
     session = await db_async(make_session)(owner, exchanges=1)
     assert not await connect(owner, session, origin)
 
 
+@pytest.mark.asyncio
 async def test_a_socket_without_an_origin_is_refused(owner):
     session = await db_async(make_session)(owner, exchanges=1)
     assert not await connect(owner, session, None)
 
 
+@pytest.mark.asyncio
 async def test_the_sites_own_origin_opens_it_with_its_port_and_scheme(owner, settings):
     settings.ALLOWED_HOSTS = ["localhost", "chat.example.com"]
     session = await db_async(make_session)(owner, exchanges=1)
@@ -61,12 +64,14 @@ async def test_the_sites_own_origin_opens_it_with_its_port_and_scheme(owner, set
     )
 
 
+@pytest.mark.asyncio
 async def test_a_host_outside_allowed_hosts_is_refused_even_from_its_own_origin(owner, settings):
     settings.ALLOWED_HOSTS = ["localhost"]
     session = await db_async(make_session)(owner, exchanges=1)
     assert not await connect(owner, session, b"http://attacker.example", host=b"attacker.example")
 
 
+@pytest.mark.asyncio
 async def test_behind_a_tls_proxy_the_trusted_origin_is_allowed(owner, settings):
     settings.ALLOWED_HOSTS = ["chat.example.com"]
     settings.CSRF_TRUSTED_ORIGINS = ["https://chat.example.com", "https://*.corp.example"]
@@ -78,6 +83,7 @@ async def test_behind_a_tls_proxy_the_trusted_origin_is_allowed(owner, settings)
     assert not await connect(owner, session, b"http://team.corp.example", host=b"chat.example.com")
 
 
+@pytest.mark.asyncio
 async def test_signing_out_closes_the_sockets_of_that_sign_in_and_no_other(owner):
     from django.test import Client
 
@@ -111,3 +117,101 @@ async def test_signing_out_closes_the_sockets_of_that_sign_in_and_no_other(owner
     assert closed == {"type": "websocket.close", "code": 4401}
     assert await tabs[1].receive_nothing(timeout=0.3)  # the other browser is still signed in
     await tabs[1].disconnect()
+
+
+# --- every URL, as a stranger and as another user --------------------------------------------
+def chat_urls(session_id: int, other_id: int) -> list[tuple[str, str]]:
+    """(method, url) for every route of the app, aimed at the given sessions."""
+    from django.urls import reverse
+
+    from sessions import urls
+
+    found = []
+    for pattern in urls.urlpatterns:
+        names = set(pattern.pattern.converters)
+        kwargs = {name: session_id if name == "session_id" else other_id for name in names}
+        url = reverse(f"chat:{pattern.name}", kwargs=kwargs)
+        found.append(("post" if pattern.name in POST_ONLY else "get", url))
+    assert len(found) == len(urls.urlpatterns) >= 12
+    return found
+
+
+POST_ONLY = {"new", "import", "rename", "model"}
+
+
+def test_every_url_asks_a_stranger_to_sign_in_and_shows_nothing(client, owner):
+    session = make_session(owner, exchanges=1)
+    session.title = "Secret plans"
+    session.save()
+    for method, url in chat_urls(session.pk, session.pk):
+        response = getattr(client, method)(url)
+        assert response.status_code == 302 and response["Location"].startswith(
+            "/accounts/login/"
+        ), url
+        assert b"Secret plans" not in response.content
+
+
+def test_every_url_of_another_users_session_is_not_found(client, owner, other_user):
+    theirs = make_session(other_user, exchanges=1)
+    theirs.title = "Their secret plans"
+    theirs.save()
+    mine = make_session(owner, exchanges=1)
+    client.force_login(owner)
+    for method, url in chat_urls(theirs.pk, mine.pk):
+        if "/sessions/" not in url or url.endswith(("/new/", "/import/", "/compare/")):
+            continue  # not about one session
+        response = getattr(client, method)(url)
+        assert response.status_code == 404, url
+        assert b"Their secret plans" not in response.content
+    # and mixing one of theirs with one of mine in side by side
+    assert client.get(f"/sessions/{mine.pk}/compare/{theirs.pk}/").status_code == 404
+
+
+def test_every_state_changing_request_needs_the_csrf_token(owner):
+    from django.test import Client
+
+    session = make_session(owner, exchanges=1)
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(owner)
+    for method, url in chat_urls(session.pk, session.pk):
+        if method == "post":
+            assert client.post(url, {"title": "x", "model": "local"}).status_code == 403, url
+    for url in ("/preferences/", "/accounts/logout/"):
+        assert client.post(url, {}).status_code == 403, url
+
+
+@pytest.mark.asyncio
+async def test_the_api_key_is_in_no_page_log_line_or_error(
+    owner, fake_anthropic, open_tab, settings, caplog
+):
+    from django.test import Client
+
+    from .fake_anthropic import Reply
+
+    secret = "sk-ant-api03-VERY-SECRET-KEY-0123456789"
+    settings.ANTHROPIC_API_KEY = secret
+    fake_anthropic.enqueue(Reply(mode="status", status=401, error_type="authentication_error"))
+    session = await db_async(make_session)(owner, exchanges=1)
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="hello")
+    html = await tab.until("Failed:")
+    assert "authentication failed: check ANTHROPIC_API_KEY" in html
+    sent = fake_anthropic.requests[0]["headers"]
+    assert secret in (
+        sent.get("x-api-key", ""),
+        sent.get("authorization", "").removeprefix("Bearer "),
+    )
+
+    def pages() -> str:
+        client = Client()
+        client.force_login(owner)
+        urls = [
+            session.get_absolute_url(),
+            "/",
+            "/preferences/",
+            f"/sessions/{session.pk}/export.jsonl",
+        ]
+        return "".join(b"".join(client.get(url)).decode() for url in urls)
+
+    everything = "".join(tab.received) + await db_async(pages)() + caplog.text
+    assert secret not in everything and "VERY-SECRET" not in everything
