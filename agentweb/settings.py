@@ -232,6 +232,8 @@ if AGENTWEB_MODEL != "local" and AGENTWEB_MODEL not in AGENTWEB_CLAUDE_MODELS:
 AGENTWEB_WINDOW_MARGIN = env_float("AGENTWEB_WINDOW_MARGIN", 0.03)
 # From this share of the window on, the page suggests /handoff.
 AGENTWEB_HANDOFF_SUGGEST_AT = env_float("AGENTWEB_HANDOFF_SUGGEST_AT", 0.8)
+# A model stream that sends nothing for this long (the API pings every few seconds) has stalled.
+AGENTWEB_STALL_SECONDS = env_float("AGENTWEB_STALL_SECONDS", 120.0)
 # The SDK retries 429/529/connection errors itself; 0 turns that off.
 AGENTWEB_MAX_RETRIES = env_int("AGENTWEB_MAX_RETRIES", 2)
 # Seconds between two tokens of the offline model: slow enough to watch, and to cancel.

@@ -48,6 +48,7 @@ class Reply:
     input_tokens: int = 42
     output_tokens: int = 7
     message: str = ""  # the error message of a `status` reply
+    headers: dict[str, str] = field(default_factory=dict)  # extra headers of a `status` reply
     hold_after: int = -1  # stop after this many chunks until released (-1: never)
 
     @classmethod
@@ -183,6 +184,7 @@ class FakeAnthropic:
                 writer,
                 reply.status,
                 {"type": "error", "error": {"type": reply.error_type, "message": message}},
+                reply.headers,
             )
             self._note(completed=1)
             return
@@ -241,11 +243,17 @@ class FakeAnthropic:
         return Reply(mode="status", status=400, error_type="invalid_request_error", message=message)
 
 
-async def _respond_json(writer: asyncio.StreamWriter, status: int, payload: dict[str, Any]) -> None:
+async def _respond_json(
+    writer: asyncio.StreamWriter,
+    status: int,
+    payload: dict[str, Any],
+    headers: dict[str, str] | None = None,
+) -> None:
     data = json.dumps(payload).encode()
+    extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
     writer.write(
         f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}\r\n"
-        f"content-type: application/json\r\ncontent-length: {len(data)}\r\n"
+        f"content-type: application/json\r\ncontent-length: {len(data)}\r\n{extra}"
         "connection: close\r\n\r\n".encode()
         + data
     )

@@ -43,6 +43,7 @@ def get_provider(model: str) -> Provider:
         max_tokens=spec.max_output,
         max_retries=settings.AGENTWEB_MAX_RETRIES,
         spec=spec,
+        stall_seconds=settings.AGENTWEB_STALL_SECONDS,
     )
 
 

@@ -23,14 +23,18 @@ class AnthropicProvider(Provider):
         max_tokens: int = 8192,
         max_retries: int = 2,
         spec: ModelSpec | None = None,
+        stall_seconds: float = 120.0,
     ) -> None:
         self.model = model
         self.spec = spec or catalog.spec(model)
         self.max_tokens = max_tokens
+        self.stall_seconds = stall_seconds
         self.client_options: dict[str, Any] = {
             "api_key": api_key,
             "base_url": base_url,
             "max_retries": max_retries,
+            # A stream that sends nothing (not even the API's pings) this long has stalled.
+            "timeout": anthropic.Timeout(stall_seconds, connect=min(10.0, stall_seconds)),
         }
 
     async def stream(
@@ -63,6 +67,10 @@ class AnthropicProvider(Provider):
                 final = await stream.get_final_message()
         except anthropic.APIStatusError as error:
             raise _status_error(error, self.spec) from error
+        except (anthropic.APITimeoutError, httpx2.TimeoutException) as error:
+            raise ProviderError(
+                f"the model sent nothing for {self.stall_seconds:g} s: timed out", kind="timeout"
+            ) from error
         except (anthropic.APIConnectionError, httpx2.TransportError) as error:
             raise ProviderError(f"network connection lost ({error})", kind="network") from error
         except anthropic.AnthropicError as error:
