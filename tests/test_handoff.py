@@ -360,3 +360,76 @@ async def test_a_failure_while_confirming_is_shown_recorded_and_the_socket_goes_
     assert (await entries_of(old.pk))[-1].text == "Handoff failed: disk full"
     await tab.send(action="handoff_confirm", entry=str(reply_id), document="## Goal\nShip.")
     await tab.until("data-url=")  # the same socket, the same document, now it works
+
+
+def _hold_the_database(session_id: int, seconds: float, ready) -> None:
+    """Another connection writes to the old session and keeps its lock a moment (SQLite: the
+    whole database; PostgreSQL: the row)."""
+    import time
+
+    from django.db import connection, transaction
+    from django.db.models import F
+
+    try:
+        with transaction.atomic():
+            ChatSession.objects.filter(pk=session_id).update(title=F("title"))
+            ready.set()
+            time.sleep(seconds)
+    finally:
+        connection.close()
+
+
+async def test_a_database_locked_for_a_moment_during_the_switch_only_delays_it(
+    owner, fake_anthropic, open_tab
+):
+    import threading
+
+    fake_anthropic.enqueue(Reply.held(DOCUMENT.split("\n\n")[:3], DOCUMENT.split("\n\n")[3:]))
+    old = await db_async(make_session)(owner, exchanges=1)
+    _, tab = await open_tab(owner, old)
+    await tab.send(message="/handoff")
+    assert await asyncio.to_thread(fake_anthropic.wait_for_hold)
+    ready = threading.Event()
+    locker = threading.Thread(target=_hold_the_database, args=(old.pk, 1.0, ready))
+    locker.start()
+    assert await asyncio.to_thread(ready.wait, 5)
+    fake_anthropic.release()  # the document ends while the database is held
+    new_id = redirected_session(await tab.until("data-url=", timeout=30))
+    await asyncio.to_thread(locker.join)
+    await runtime.wait_idle()
+    new = await db_async(ChatSession.objects.get)(pk=new_id)
+    [seed] = await entries_of(new_id)
+    assert (new.parent_session_id, seed.custom_type) == (old.pk, "handoff")
+    assert (
+        not new.generation_id
+        and not (await db_async(ChatSession.objects.get)(pk=old.pk)).generation_id
+    )
+
+
+async def test_a_database_error_in_the_middle_of_the_switch_leaves_none_of_it(
+    owner, fake_anthropic, open_tab
+):
+    from django.db import OperationalError
+
+    def database_gone(sender, instance, created, **kwargs):
+        if created and instance.custom_type == "handoff":
+            raise OperationalError("server closed the connection unexpectedly")
+
+    fake_anthropic.enqueue(document_reply(), Reply.text("Kept."), document_reply())
+    old = await db_async(make_session)(owner, exchanges=1)
+    await db_async(PendingPrompt.objects.create)(session=old, text="keep me")
+    post_save.connect(database_gone, sender=Entry)
+    try:
+        _, tab = await open_tab(owner, old)
+        await tab.send(message="/handoff")
+        html = await tab.until("Handoff failed:")
+        assert "Handoff failed: server closed the connection unexpectedly" in html
+        await runtime.wait_idle()
+    finally:
+        post_save.disconnect(database_gone, sender=Entry)
+    assert await session_count() == 1  # no new session, no seed, no lineage
+    assert await db_async(Entry.objects.filter(custom_type="handoff").count)() == 0
+    assert await db_async(PendingPrompt.objects.filter(session=old).count)() == 0
+    assert [e.text for e in (await entries_of(old.pk))[-2:]] == ["keep me", "Kept."]  # sent here
+    await tab.send(message="/handoff")  # and once the database is back, it works
+    assert redirected_session(await tab.until("data-url="))
