@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test lint bench
+.PHONY: install run test lint bench fuzz load
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,3 +34,6 @@ bench: install
 	$(BIN)/python bench/coverage.py
 	$(BIN)/python bench/cancel_latency.py
 	$(BIN)/python bench/long_session.py
+
+fuzz: install  # the fuzz tests with 5,000 examples each (CI runs 150)
+	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest tests/test_fuzz.py -q

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,6 +84,7 @@ def parse_frame(text_data: str | None) -> Frame:
     payload.pop("HEADERS", None)
     if any(not isinstance(v, str | int | type(None)) for v in payload.values()):
         raise FrameError("Malformed message: fields must be strings.")
+    payload = {k: storable(v) if isinstance(v, str) else v for k, v in payload.items()}
     form = FrameForm(payload)
     if not form.is_valid():
         typed = payload.get("message") if isinstance(payload.get("message"), str) else ""
@@ -90,6 +92,15 @@ def parse_frame(text_data: str | None) -> Frame:
         raise FrameError(reason, typed or "")
     data = form.cleaned_data
     return Frame(data["action"], data["message"], data["document"], data["entry"])
+
+
+def storable(text: str) -> str:
+    """Text a database can keep: NUL and half surrogate pairs (possible as JSON escapes in a
+    frame) become U+FFFD."""
+    return UNSTORABLE.sub("\ufffd", text)
+
+
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 class PreferencesForm(forms.ModelForm):

@@ -262,15 +262,19 @@ def _parse(lines: list[str]) -> Iterable[tuple[int, dict[str, Any]]]:
         if not raw.strip():
             continue
         try:
-            line = json.loads(raw)
+            line = json.loads(raw, parse_constant=_not_json)
         except json.JSONDecodeError as error:
             raise InvalidSessionFile(f"Line {number}: not valid JSON ({error.msg}).") from None
+        except ValueError as error:
+            raise InvalidSessionFile(f"Line {number}: not valid JSON ({error}).") from None
         except RecursionError:
             raise InvalidSessionFile(f"Line {number}: nested too deeply.") from None
         if not isinstance(line, dict):
             raise InvalidSessionFile(f"Line {number}: expected a JSON object.")
         if _depth(line) > MAX_DEPTH:
             raise InvalidSessionFile(f"Line {number}: nested more than {MAX_DEPTH} levels deep.")
+        if unstorable := _unstorable(line):
+            raise InvalidSessionFile(f"Line {number}: {unstorable}")
         kind = line.get("type")
         if number == 1 or kind == "session":
             if number != 1 or kind != "session":
@@ -322,12 +326,38 @@ def _problem(line: dict[str, Any]) -> str:
             and all(_count(usage.get(name)) for name in TOKEN_FIELDS if name in usage)
         ):
             return "`usage` must hold whole, non-negative token counts."
-        if not isinstance(message.get("role", ""), str):
-            return "a message's `role` must be a string."
+        for field in ("role", "stopReason", "errorMessage", "model", "provider"):
+            if not isinstance(message.get(field, ""), str | None):
+                return f"a message's `{field}` must be a string."
         return _content_problem(message.get("content"))
     if line.get("type") == Entry.Kind.CUSTOM_MESSAGE:
         return _content_problem(line.get("content"))
     return ""
+
+
+def _unstorable(value: Any) -> str:
+    """Text no database can keep: NUL (PostgreSQL refuses it), or half of a surrogate pair."""
+    stack = [value]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, dict):
+            stack.extend(current.keys())
+            stack.extend(current.values())
+        elif isinstance(current, list):
+            stack.extend(current)
+        elif isinstance(current, str):
+            if "\x00" in current:
+                return "contains a NUL character (U+0000), which cannot be stored."
+            try:
+                current.encode("utf-8")
+            except UnicodeEncodeError:
+                return "contains half of a surrogate pair (not text), which cannot be stored."
+    return ""
+
+
+def _not_json(name: str) -> Any:
+    """Python's json reads NaN and Infinity; JSON (and the database) does not."""
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def _count(value: Any) -> bool:
@@ -401,6 +431,8 @@ def _check_acyclic(parent_of: dict[str, str | None], numbers: dict[str, int]) ->
 def _timestamp(line: dict[str, Any]) -> datetime:
     value = line.get("timestamp")
     moment = parse_datetime(value) if isinstance(value, str) else None
+    if moment is not None and timezone.is_naive(moment):
+        moment = moment.replace(tzinfo=UTC)  # the reference agent writes UTC
     return moment or timezone.now()
 
 

@@ -191,3 +191,13 @@ async def test_a_deeply_nested_frame_gets_an_error_and_the_socket_stays_usable(o
     assert "Malformed message: nested too deeply." in await tab.until("Malformed")
     await tab.send(message="still here?")
     await tab.until("still here?")
+
+
+async def test_a_message_with_characters_no_database_stores_is_kept_readable(owner, open_tab):
+    session = await db_async(make_session)(owner, model="local")
+    _, tab = await open_tab(owner, session)
+    await tab.ws.send_to(text_data='{"message": "nul \\u0000 and half \\ud800 a pair"}')
+    await tab.until("entry--assistant status--")
+    await runtime.wait_idle()
+    user = await db_async(lambda: Entry.objects.filter(session=session, role="user").get())()
+    assert user.text == "nul \ufffd and half \ufffd a pair"
