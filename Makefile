@@ -37,3 +37,6 @@ bench: install
 
 fuzz: install  # the fuzz tests with 5,000 examples each (CI runs 150)
 	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest tests/test_fuzz.py -q
+
+load: install  # N sessions streaming at once through one daphne process (CI runs N=10)
+	$(BIN)/python bench/load.py --sessions 10,50,100,200 --tokens 200 --rate 40

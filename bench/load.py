@@ -1,0 +1,203 @@
+"""Load: N sessions streaming at once through one daphne process, on loopback.
+
+Each session's tab sends a prompt; the fake Anthropic server answers every one with T
+distinct tokens at R tokens a second. Every tab must receive every token, in order, with
+no error. Reported, per N: tokens lost, errors, gaps between deltas (p50 / p95 / max),
+the first delta's latency, and the server's memory (RSS: idle, with N sockets, after).
+
+    .venv/bin/python bench/load.py --sessions 10,50,100,200 --tokens 200 --rate 40
+
+`make load` runs that; CI runs tests/test_load.py (a small N, the same code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import html
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DELTA = re.compile(r'<div id="live-text" hx-swap-oob="beforeend">(.*?)</div>', re.DOTALL)
+
+
+@dataclass
+class Tab:
+    sent_at: float = 0.0
+    deltas: list[tuple[float, str]] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def text(self) -> str:
+        return "".join(text for _, text in self.deltas)
+
+
+@dataclass
+class Report:
+    sessions: int
+    tokens: int
+    rate: float
+    tabs: list[Tab]
+    rss_idle_kb: int
+    rss_connected_kb: int
+    rss_after_kb: int
+
+    @property
+    def expected(self) -> str:
+        return "".join(f"token{i} " for i in range(self.tokens))
+
+    @property
+    def lost(self) -> int:
+        """Tabs whose text is not exactly every token in order."""
+        return sum(tab.text != self.expected for tab in self.tabs)
+
+    @property
+    def errors(self) -> list[str]:
+        return [tab.error for tab in self.tabs if tab.error]
+
+    def gaps_ms(self) -> list[float]:
+        return [
+            (later[0] - earlier[0]) * 1000
+            for tab in self.tabs
+            for earlier, later in zip(tab.deltas, tab.deltas[1:], strict=False)
+        ]
+
+    def first_ms(self) -> list[float]:
+        return [(tab.deltas[0][0] - tab.sent_at) * 1000 for tab in self.tabs if tab.deltas]
+
+    def line(self) -> str:
+        gaps = sorted(self.gaps_ms()) or [0.0]
+        first = sorted(self.first_ms()) or [0.0]
+        per_socket = (self.rss_connected_kb - self.rss_idle_kb) / max(1, self.sessions)
+        return (
+            f"N={self.sessions:4}  lost {self.lost}  errors {len(self.errors)}  "
+            f"gap p50/p95/max {_pct(gaps, 50):5.0f} /{_pct(gaps, 95):5.0f} /{gaps[-1]:6.0f} ms  "
+            f"first delta p50/p95 {_pct(first, 50):5.0f} /{_pct(first, 95):5.0f} ms  "
+            f"RSS idle {self.rss_idle_kb / 1024:.0f} MB, +{per_socket:.0f} KB a socket, "
+            f"after {self.rss_after_kb / 1024:.0f} MB"
+        )
+
+
+def _pct(values: list[float], percent: float) -> float:
+    return values[min(len(values) - 1, int(len(values) * percent / 100))]
+
+
+def rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+async def run(
+    server: Any, cookie: str, session_ids: list[int], tokens: int, timeout: float
+) -> tuple[list[Tab], int]:
+    """Open a tab per session, send a prompt in each at once, read every frame to the end."""
+    from websockets.asyncio.client import connect
+
+    tabs = [Tab() for _ in session_ids]
+    ready = asyncio.Event()
+    connected = 0
+    rss_connected = 0
+
+    async def one(tab: Tab, session_id: int) -> None:
+        nonlocal connected, rss_connected
+        url = server.ws_url(f"/ws/sessions/{session_id}/")
+        try:
+            async with connect(
+                url, additional_headers={"Cookie": f"sessionid={cookie}"}, origin=server.url,
+                max_size=None, open_timeout=60,
+            ) as ws:  # fmt: skip
+                connected += 1
+                if connected == len(tabs):
+                    rss_connected = rss_kb(server.process.pid)
+                    ready.set()
+                await ready.wait()
+                tab.sent_at = time.monotonic()
+                await ws.send(json.dumps({"message": f"stream please {session_id}"}))
+                while True:
+                    frame = str(await asyncio.wait_for(ws.recv(), timeout))
+                    now = time.monotonic()
+                    tab.deltas += [(now, html.unescape(text)) for text in DELTA.findall(frame)]
+                    if "Failed:" in frame:
+                        tab.error = frame[:300]
+                    if "entry--assistant status--" in frame:
+                        return
+        except Exception as error:  # noqa: BLE001 - every failure is a result to report
+            tab.error = f"{type(error).__name__}: {error}"
+            ready.set()
+
+    await asyncio.gather(*(one(tab, sid) for tab, sid in zip(tabs, session_ids, strict=True)))
+    return tabs, rss_connected
+
+
+def prepare(sessions: int) -> tuple[str, list[int]]:
+    """A user, a sign-in cookie and `sessions` sessions of theirs, in the shared database."""
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    from sessions import store
+
+    user = User.objects.filter(username="load").first() or User.objects.create_user("load")
+    client = Client()
+    client.force_login(user)
+    ids = [store.new_session(user, model="claude-load").pk for _ in range(sessions)]
+    return client.cookies["sessionid"].value, ids
+
+
+def server_env(fake_url: str, sessions: int) -> dict[str, str]:
+    return {
+        "AGENTWEB_MODEL": "claude-load",
+        "ANTHROPIC_API_KEY": "load-key",
+        "ANTHROPIC_BASE_URL": fake_url,
+        "AGENTWEB_MAX_RETRIES": "0",
+        "AGENTWEB_MAX_GENERATIONS_PER_USER": str(sessions + 1),
+        "AGENTWEB_FRAMES_PER_SECOND": "100",
+    }
+
+
+async def measure(server: Any, fake: Any, sessions: int, tokens: int, rate: float) -> Report:
+    from channels.db import database_sync_to_async
+
+    from tests.fake_anthropic import Reply
+
+    fake.responder = lambda body: Reply.slow(tokens=tokens, delay=1 / rate)
+    cookie, ids = await database_sync_to_async(prepare)(sessions)
+    idle = rss_kb(server.process.pid)
+    tabs, connected = await run(server, cookie, ids, tokens, timeout=60 + tokens / rate)
+    return Report(sessions, tokens, rate, tabs, idle, connected, rss_kb(server.process.pid))
+
+
+def main() -> None:
+    import harness
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sessions", default="10,50,100,200")
+    parser.add_argument("--tokens", type=int, default=200)
+    parser.add_argument("--rate", type=float, default=40.0)
+    args = parser.parse_args()
+    harness.setup()
+    from django.core.management import call_command
+
+    from tests.servers import Daphne
+
+    call_command("migrate", verbosity=0)
+    fake = harness.fake_api()
+    print(f"{args.tokens} tokens at {args.rate:g}/s per session, one daphne process, SQLite:")
+    for n in (int(value) for value in args.sessions.split(",")):
+        server = Daphne(f"daphne-load-{n}", **server_env(fake.url, n))
+        try:
+            report = asyncio.run(measure(server, fake, n, args.tokens, args.rate))
+        finally:
+            server.stop()
+        print(" ", report.line())
+        for error in report.errors[:3]:
+            print("    error:", error)
+
+
+if __name__ == "__main__":
+    main()
