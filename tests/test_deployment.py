@@ -20,7 +20,7 @@ from .servers import ROOT
 
 def test_check_deploy_runs_clean_behind_the_documented_https_proxy(tmp_path):
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"},
         "DJANGO_DEBUG": "0",
         "DJANGO_HTTPS": "1",
         "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),

@@ -59,10 +59,11 @@ def test_no_payload_runs_anywhere_text_is_shown(signed_in, server_url, dialogs):
     # Streamed: the offline model quotes what it is sent, token by token, then as markdown.
     chat = make_session(walker, model="local")
     visit(page, f"{server_url}{chat.get_absolute_url()}")
-    for payload in (PAYLOADS[0], PAYLOADS[1], PAYLOADS[6], PAYLOADS[48]):
+    for sent, payload in enumerate((PAYLOADS[0], PAYLOADS[1], PAYLOADS[6], PAYLOADS[48]), 1):
         page.get_by_label("Message").fill(payload)
         page.get_by_label("Message").press("Enter")
-        expect(page.locator(".entry--assistant").last).to_contain_text("You wrote", timeout=30_000)
+        expect(page.locator(".entry--assistant")).to_have_count(sent, timeout=30_000)
+        expect(page.locator(".entry--assistant").last).to_contain_text("You wrote")
         expect(page.get_by_role("button", name="Cancel")).to_have_count(0, timeout=30_000)
     page.wait_for_timeout(200)
     assert dialogs == []
