@@ -79,8 +79,9 @@ def make_session(owner: User, *, model: str = FAKE_MODEL, exchanges: int = 0) ->
 class Tab:
     """One browser tab's WebSocket, as the page opens it."""
 
-    def __init__(self, communicator: WebsocketCommunicator) -> None:
+    def __init__(self, communicator: WebsocketCommunicator, cookie: str = "") -> None:
         self.ws = communicator
+        self.cookie = cookie  # the sign-in it was opened with
         self.received: list[str] = []
 
     async def send(self, **fields: Any) -> None:
@@ -142,7 +143,7 @@ async def open_tab() -> AsyncIterator[Callable[..., Any]]:
             ],
         )
         connected, _ = await communicator.connect()
-        tab = Tab(communicator)
+        tab = Tab(communicator, cookie)
         tabs.append(tab)
         return connected, tab
 

@@ -84,39 +84,23 @@ async def test_behind_a_tls_proxy_the_trusted_origin_is_allowed(owner, settings)
 
 
 @pytest.mark.asyncio
-async def test_signing_out_closes_the_sockets_of_that_sign_in_and_no_other(owner):
+async def test_signing_out_closes_the_sockets_of_that_sign_in_and_no_other(owner, open_tab):
     from django.test import Client
 
-    from agentweb.asgi import application
-
     session = await db_async(make_session)(owner, exchanges=1)
-    cookies = [await _cookie_for(owner), await _cookie_for(owner)]  # two browsers
-    tabs = []
-    for cookie in cookies:
-        tab = WebsocketCommunicator(
-            application,
-            f"/ws/sessions/{session.pk}/",
-            headers=[
-                (b"cookie", f"sessionid={cookie}".encode()),
-                (b"origin", b"http://localhost"),
-                (b"host", b"localhost"),
-            ],
-        )
-        assert (await tab.connect())[0]
-        while 'id="status"' not in await tab.receive_from():  # the catch-up ends with the status
-            pass
-        tabs.append(tab)
+    tabs = [(await open_tab(owner, session))[1] for _ in range(2)]  # two browsers signed in
+    for tab in tabs:
+        await tab.until('id="status"')  # the catch-up ends with the status
 
     def sign_out(cookie: str) -> int:
         client = Client()
         client.cookies["sessionid"] = cookie
         return client.post("/accounts/logout/").status_code
 
-    assert await db_async(sign_out)(cookies[0]) == 302
-    closed = await tabs[0].receive_output(timeout=2)
+    assert await db_async(sign_out)(tabs[0].cookie) == 302
+    closed = await tabs[0].ws.receive_output(timeout=2)
     assert closed == {"type": "websocket.close", "code": 4401}
-    assert await tabs[1].receive_nothing(timeout=0.3)  # the other browser is still signed in
-    await tabs[1].disconnect()
+    assert await tabs[1].ws.receive_nothing(timeout=0.3)  # the other browser is still signed in
 
 
 # --- every URL, as a stranger and as another user --------------------------------------------
