@@ -13,6 +13,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from agentweb.security import SameOriginValidator  # noqa: E402
+from sessions.providers import warm_up  # noqa: E402
 from sessions.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
@@ -21,3 +22,5 @@ application = ProtocolTypeRouter(
         "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+
+warm_up()  # the SDK's import costs about a second: pay it at start-up, not at the first prompt

@@ -104,7 +104,10 @@ TEMPLATES = [
 
 DATABASES = {
     "default": dj_database_url.config(
-        default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}", conn_max_age=0
+        default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
+        # Keep connections: opening one per query cost most of the database thread under load.
+        conn_max_age=env_int("AGENTWEB_DB_CONN_MAX_AGE", 60),
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -135,7 +138,7 @@ if REDIS_URL := env_str("REDIS_URL"):
     }
 else:
     CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}
+        "default": {"BACKEND": "agentweb.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}
     }
 
 AUTH_PASSWORD_VALIDATORS = [

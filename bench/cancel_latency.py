@@ -91,6 +91,7 @@ async def main() -> None:
         "ANTHROPIC_BASE_URL": fake.url,
         "ANTHROPIC_API_KEY": "k",
         "AGENTWEB_MAX_RETRIES": "0",
+        "AGENTWEB_MODEL": MODEL,
     }
     a, b = Daphne("bench-a", **env), Daphne("bench-b", **env)
     results: dict[str, list[float]] = {"in-process": [], "same-proc": [], "cross-proc": []}

@@ -60,6 +60,9 @@ def fake_api() -> FakeAnthropic:
     fake = FakeAnthropic().start()
     settings.ANTHROPIC_BASE_URL, settings.ANTHROPIC_API_KEY = fake.url, "k"
     settings.AGENTWEB_MAX_RETRIES = 0
+    settings.AGENTWEB_CLAUDE_MODELS = [MODEL, *settings.AGENTWEB_CLAUDE_MODELS]  # offered
+    settings.AGENTWEB_MAX_GENERATIONS_PER_USER = 10_000
+    settings.AGENTWEB_FRAMES_PER_SECOND = 10_000.0
     return fake
 
 

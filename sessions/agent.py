@@ -9,9 +9,9 @@ agent to the new session.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,9 +68,20 @@ class HandoffResult:
 
 @dataclass
 class _Reply:
-    text: str = ""
+    parts: list[str] = field(default_factory=list)  # the deltas: joined once, not per delta
+    length: int = 0
     usage: Usage = field(default_factory=Usage)
     error_kind: str = ""
+
+    def add(self, text: str) -> None:
+        self.parts.append(text)
+        self.length += len(text)
+
+    @property
+    def text(self) -> str:
+        if len(self.parts) > 1:
+            self.parts[:] = ["".join(self.parts)]
+        return self.parts[0] if self.parts else ""
 
 
 @dataclass
@@ -94,22 +105,28 @@ class AgentSession:
         listener: Listener = _noop,
         provider: Provider | None = None,
         generation_id: str = "",
+        on_delta: Callable[[str], None] | None = None,
     ) -> None:
         self.session = session
         self.provider = provider or get_provider(session.model)
         self.listener = listener
+        # Streamed text goes here, synchronously (no task per delta), when given; else it is a
+        # message_update event for the listener.
+        self.on_delta = on_delta
         self.generation_id = generation_id
         self.messages: list[dict[str, Any]] = []
         self.todo_reminder_counter = 0
         self.is_streaming = False
-        self.partial_text = ""
+        self._current: _Reply | None = None  # the reply streaming now
+        self._saver: asyncio.Task[None] | None = None  # saves the reply as it streams
+        self._more = asyncio.Event()  # enough new text to save before the interval is up
         self.partial_purpose = ""
         self.partial_stage = ""
         self._stream_task: asyncio.Task[None] | None = None
         self._aborted = False
         self._abort_reason = "cancelled"
         self._keep = True  # False once the session's claim is lost: write nothing more
-        self._saved_at, self._saved_chars = 0.0, 0  # the last partial save of the reply
+        self._saved_chars = 0  # how much of the reply the last partial save kept
         self._handoff_aborted: bool | None = None  # not None while a handoff generates
 
     # --- state -------------------------------------------------------------
@@ -188,7 +205,7 @@ class AgentSession:
 
     async def _reply(self, purpose: str, prepared: Prepared) -> Entry:
         reply = _Reply()
-        self.partial_text, self.partial_purpose, self.partial_stage = "", purpose, ""
+        self.partial_purpose, self.partial_stage = purpose, ""
         await self._emit("message_start", role=Entry.Role.ASSISTANT, purpose=purpose)
         messages = self.messages if prepared.messages is None else prepared.messages
         status, error, outer_cancelled = await self._stream(reply, messages, prepared.failure)
@@ -203,7 +220,7 @@ class AgentSession:
             "data": {**({"purpose": purpose} if purpose else {}), **prepared.data},
         }
         content = [{"type": "text", "text": reply.text}] if reply.text else []
-        self.partial_text = ""
+        await self._settle_partial()
         if not self._keep:  # the claim was lost: whoever took over keeps the saved partial
             await self._emit("message_end", role=Entry.Role.ASSISTANT, purpose=purpose)
             return Entry(kind=Entry.Kind.MESSAGE, role=Entry.Role.ASSISTANT, **fields)
@@ -255,34 +272,52 @@ class AgentSession:
     async def _consume(
         self, reply: _Reply, messages: list[dict[str, Any]], max_tokens: int | None = None
     ) -> None:
-        self._saved_at, self._saved_chars = time.monotonic(), 0
+        self._saved_chars = 0
+        self._current = reply
         async for event in self.provider.stream(messages, max_tokens=max_tokens):
             if isinstance(event, TextDelta):
-                reply.text += event.text
-                self.partial_text = reply.text
-                if self._partial_due(reply.text):
-                    await self._save_partial(reply.text)
-                # Shielded: an abort cancels this task, but never halfway through telling
-                # the listeners about a delta (they would see a gap in the stream).
-                await asyncio.shield(
-                    self._emit("message_update", role=Entry.Role.ASSISTANT, delta=event.text)
-                )
+                reply.add(event.text)
+                if self.on_delta is not None:
+                    self.on_delta(event.text)  # synchronous: an abort cannot cut it in half
+                else:
+                    # Shielded: an abort cancels this task, but never halfway through telling
+                    # the listeners about a delta (they would see a gap in the stream).
+                    await asyncio.shield(
+                        self._emit("message_update", role=Entry.Role.ASSISTANT, delta=event.text)
+                    )
+                if self._saver is None:
+                    self._saver = asyncio.create_task(self._keep_saving(reply))
+                elif reply.length - self._saved_chars >= settings.AGENTWEB_PARTIAL_SAVE_CHARS:
+                    self._more.set()
             elif isinstance(event, StreamEnd):
                 reply.usage = event.usage
 
-    def _partial_due(self, text: str) -> bool:
-        return (
-            time.monotonic() - self._saved_at >= settings.AGENTWEB_PARTIAL_SAVE_SECONDS
-            or len(text) - self._saved_chars >= settings.AGENTWEB_PARTIAL_SAVE_CHARS
-        )
+    @property
+    def partial_text(self) -> str:
+        """The reply streaming now, so far."""
+        return self._current.text if self._current else ""
 
-    async def _save_partial(self, text: str) -> None:
-        """Keep the reply so far in the session row: a crash keeps it (SPEC B12)."""
-        self._saved_at, self._saved_chars = time.monotonic(), len(text)
-        if self._keep:
-            await database_sync_to_async(store.save_partial)(
-                self.session, text, self.partial_purpose, self.provider.model
-            )
+    async def _keep_saving(self, reply: _Reply) -> None:
+        """Keep the reply so far in the session row every few seconds (or every few thousand
+        characters), so a crash keeps it (SPEC B12). The stream never waits for it; the one
+        database thread runs these saves before the final one, which clears it."""
+        save = database_sync_to_async(store.save_partial)
+        while True:
+            with contextlib.suppress(TimeoutError):
+                wait = max(0.05, settings.AGENTWEB_PARTIAL_SAVE_SECONDS)
+                await asyncio.wait_for(self._more.wait(), wait)
+            self._more.clear()
+            if reply.length > self._saved_chars and self._keep:
+                text = reply.text
+                self._saved_chars = len(text)
+                await save(self.session, text, self.partial_purpose, self.provider.model)
+
+    async def _settle_partial(self) -> None:
+        """Stop saving the reply as it streams: the final save comes next."""
+        self._current = None
+        if self._saver is not None:
+            self._saver.cancel()
+        self._saver, self._saved_chars = None, 0
 
     # --- handoff -----------------------------------------------------------
     async def handoff(self, focus: str = "") -> HandoffResult:
@@ -447,14 +482,14 @@ class AgentSession:
         ]
         stage = f"part {index + 1} of {len(chunks)}"
         reply = _Reply()
-        self.partial_text, self.partial_purpose, self.partial_stage = "", NOTES, stage
+        self.partial_purpose, self.partial_stage = NOTES, stage
         await self._emit("message_start", role=ASSISTANT, purpose=NOTES, stage=stage)
         status, error, outer_cancelled = await self._stream(reply, request, max_tokens=max_tokens)
         if reply.error_kind == "too_long" and not reply.text:
             chunks[index : index + 1] = window.split(chunk)
             await self._emit("message_end", role=ASSISTANT, purpose=NOTES)
             return None
-        self.partial_text = ""
+        await self._settle_partial()
         if not self._keep:  # the claim was lost
             await self._emit("message_end", role=ASSISTANT, purpose=NOTES)
             return ""

@@ -55,6 +55,15 @@ class SessionConsumer(AsyncWebsocketConsumer):
         await self.accept()
         await self.resync()
 
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """Relay events skip Channels' `aclose_old_connections()`: it hops to the one database
+        thread for every message, and these handlers touch no database (a resync uses its own
+        `database_sync_to_async`, which tidies connections itself)."""
+        if message["type"] in RELAYED:
+            await getattr(self, message["type"].replace(".", "_"))(message)
+        else:
+            await super().dispatch(message)
+
     async def disconnect(self, code: int) -> None:
         if self.joined:
             await self.channel_layer.group_discard(self.group, self.channel_name)
@@ -177,6 +186,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await runtime.request_snapshot(state["channel"], self.channel_name)
 
 
+RELAYED = frozenset(
+    {"agent.event", "generation.snapshot", "session.update", "session.entry", "user.logout"}
+)
 CATCH_UP_LIMIT = 200
 CATCH_UP_PAGE = 50
 TOO_FAST = "Too many messages at once: wait a moment, then send again."

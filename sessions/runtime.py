@@ -14,6 +14,7 @@ import contextlib
 import logging
 import time
 import uuid
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -133,38 +134,81 @@ LOST = "another server process took the session over"
 UNRENEWABLE = "its claim on the session could not be renewed"
 
 
-class Lease:
-    """Keeps a generation's claim alive: renews it a few times per lease, retries sooner after
-    a failure, and says why when the claim is lost (taken over, or not renewable in time)."""
+class Leases:
+    """Keeps the claims of this process's generations alive, all of them in one UPDATE a few
+    times per lease (one per generation cost most of the database thread under load).
 
-    def __init__(self, renew: Callable[[], Awaitable[bool]], seconds: float) -> None:
+    A failed renewal is logged and retried sooner; a claim another process has taken, or one
+    that cannot be renewed before it would run out, ends with its reason.
+    """
+
+    def __init__(
+        self, renew: Callable[[list[str]], Awaitable[set[str]]], seconds: Callable[[], float]
+    ) -> None:
         self.renew = renew
         self.seconds = seconds
+        self.held: dict[str, asyncio.Future[str]] = {}
+        self.task: asyncio.Task[None] | None = None
 
-    async def keep(self) -> str:
+    def hold(self, generation_id: str) -> asyncio.Future[str]:
+        """A future that resolves with the reason, when this generation's claim is lost."""
+        lost = self.held[generation_id] = asyncio.get_running_loop().create_future()
+        if self.task is None or self.task.done():
+            self.task = asyncio.get_running_loop().create_task(self.keep())
+        return lost
+
+    def drop(self, generation_id: str) -> None:
+        self.held.pop(generation_id, None)
+
+    async def keep(self) -> None:
         renewed_at = time.monotonic()
-        delay = self.seconds / 3
-        while True:
+        delay = self.seconds() / 3
+        while self.held:
             await asyncio.sleep(delay)
-            try:
-                held = await self.renew()
-            except Exception:
-                log.warning("renewing a generation's claim failed; retrying", exc_info=True)
-                if time.monotonic() - renewed_at > self.seconds * 0.8:
-                    return UNRENEWABLE  # it may run out before the next try: stop first
-                delay = min(1.0, self.seconds / 10)
-                continue
+            held = [gid for gid, lost in self.held.items() if not lost.done()]
             if not held:
-                return LOST
-            renewed_at, delay = time.monotonic(), self.seconds / 3
+                continue
+            try:
+                kept = await self.renew(held)
+            except Exception:
+                log.warning("renewing the claims of generations failed; retrying", exc_info=True)
+                if time.monotonic() - renewed_at > self.seconds() * 0.8:
+                    self._lose(held, UNRENEWABLE)  # they may run out before the next try
+                delay = min(1.0, self.seconds() / 10)
+                continue
+            self._lose([gid for gid in held if gid not in kept], LOST)
+            renewed_at, delay = time.monotonic(), self.seconds() / 3
+
+    def _lose(self, generation_ids: list[str], reason: str) -> None:
+        for generation_id in generation_ids:
+            lost = self.held.pop(generation_id, None)
+            if lost is not None and not lost.done():
+                lost.set_result(reason)
 
 
-def renew(session_id: int, generation_id: str) -> bool:
-    return bool(
-        ChatSession.objects.filter(pk=session_id, generation_id=generation_id).update(
-            generation_lease_until=ChatSession.lease_until()
+def renew_all(generation_ids: list[str]) -> set[str]:
+    """Renew these claims in one UPDATE; the ids still held (a claim moves with a handoff)."""
+    ChatSession.objects.filter(generation_id__in=generation_ids).update(
+        generation_lease_until=ChatSession.lease_until()
+    )
+    return set(
+        ChatSession.objects.filter(generation_id__in=generation_ids).values_list(
+            "generation_id", flat=True
         )
     )
+
+
+_leases: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Leases] = weakref.WeakKeyDictionary()
+
+
+def leases() -> Leases:
+    """This process's (this event loop's) keeper of claims."""
+    loop = asyncio.get_running_loop()
+    if loop not in _leases:
+        _leases[loop] = Leases(
+            database_sync_to_async(renew_all), lambda: settings.AGENTWEB_GENERATION_LEASE
+        )
+    return _leases[loop]
 
 
 def release(session_id: int, generation_id: str) -> None:
@@ -309,7 +353,9 @@ class Job:
         self.lost = ""  # why the claim was lost, if it was
         # One message at a time, in sequence order, even when tasks publish concurrently.
         self.publishing = asyncio.Lock()
-        self.agent = AgentSession(session, listener=self.on_event, generation_id=generation_id)
+        self.agent = AgentSession(
+            session, listener=self.on_event, generation_id=generation_id, on_delta=self.on_delta
+        )
 
     @property
     def session_id(self) -> int:
@@ -401,11 +447,11 @@ class Job:
 
     async def heartbeat(self) -> None:
         """Keep the claim; when it is lost, stop: two generations must never share a session."""
-        lease = Lease(
-            lambda: database_sync_to_async(renew)(self.session_id, self.generation_id),
-            settings.AGENTWEB_GENERATION_LEASE,
-        )
-        self.lost = await lease.keep()
+        keeper = leases()
+        try:
+            self.lost = await asyncio.shield(keeper.hold(self.generation_id))
+        finally:
+            keeper.drop(self.generation_id)
         log.warning("generation %s stops: %s", self.generation_id, self.lost)
         self.agent.abort(self.lost, keep=False)
         await self.notify(partials.notice(f"This generation stopped: {self.lost}.", "error"))
@@ -432,10 +478,6 @@ class Job:
             async with self.publishing:
                 self.sent_text = ""
                 await self._send(partials.live("", event.purpose, event.stage))
-        elif event.type == "message_update":
-            self.pending_text += event.delta
-            if self.flush_task is None:
-                self.flush_task = asyncio.create_task(self.flush_soon())
         elif event.type == "message_end" and event.entry is None:  # a call that left nothing
             await self.flush()
             async with self.publishing:
@@ -451,6 +493,12 @@ class Job:
             await self.publish(html, entry_id=event.entry.pk)
             if event.role == Entry.Role.ASSISTANT:
                 await self.publish_status()
+
+    def on_delta(self, text: str) -> None:
+        """Streamed text, gathered into one delta per batch interval."""
+        self.pending_text += text
+        if self.flush_task is None:
+            self.flush_task = asyncio.create_task(self.flush_soon())
 
     async def flush_soon(self) -> None:
         await asyncio.sleep(settings.AGENTWEB_DELTA_BATCH_SECONDS)

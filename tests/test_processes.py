@@ -20,6 +20,7 @@ from sessions.models import ChatSession, Entry
 from .conftest import FAKE_MODEL, _cookie_for, db_async, make_session
 from .fake_anthropic import FakeAnthropic, Reply
 from .servers import Daphne, RedisServer
+from .test_recovery import saved_partial
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
@@ -173,6 +174,7 @@ async def test_a_killed_process_leaves_an_interrupted_session_that_works_again(
     await tab.send(message="long job")
     assert await asyncio.to_thread(fake_anthropic.wait_for_hold)
     await tab.until("token2 ")
+    await saved_partial(session.pk, "token0 token1 token2 ")  # saved as it streamed
     doomed.kill()
     assert await asyncio.to_thread(fake_anthropic.wait_for_disconnect, 5)
     survivor = Daphne("daphne-survivor", **env)

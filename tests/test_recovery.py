@@ -100,26 +100,40 @@ async def test_a_generation_whose_claim_is_taken_over_stops_and_writes_nothing_m
 
 
 @pytest.mark.asyncio
-async def test_a_failed_renewal_is_retried_and_a_refused_one_ends_the_lease():
-    outcomes = iter([OSError("database is locked"), OSError("gone"), True, True, False])
+async def test_failed_renewals_are_retried_and_a_claim_taken_over_ends_its_lease():
+    outcomes = iter([OSError("database is locked"), OSError("gone"), {"a", "b"}, {"b"}, set()])
+    asked: list[list[str]] = []
 
-    async def renew() -> bool:
+    async def renew(generation_ids: list[str]) -> set[str]:
+        asked.append(sorted(generation_ids))
         outcome = next(outcomes)
         if isinstance(outcome, Exception):
             raise outcome
         return outcome
 
-    assert await runtime.Lease(renew, seconds=0.3).keep() == runtime.LOST
+    keeper = runtime.Leases(renew, lambda: 0.3)
+    a, b = keeper.hold("a"), keeper.hold("b")
+    assert await a == runtime.LOST  # the fourth renewal found "a" held by someone else
+    assert await b == runtime.LOST
+    assert asked[0] == ["a", "b"]  # one renewal for every generation of the process
 
 
 @pytest.mark.asyncio
 async def test_a_lease_that_cannot_be_renewed_in_time_ends_before_it_runs_out():
-    async def renew() -> bool:
+    async def renew(generation_ids: list[str]) -> set[str]:
         raise OSError("database is gone")
 
     started = asyncio.get_running_loop().time()
-    assert await runtime.Lease(renew, seconds=0.5).keep() == runtime.UNRENEWABLE
+    assert await runtime.Leases(renew, lambda: 0.5).hold("a") == runtime.UNRENEWABLE
     assert asyncio.get_running_loop().time() - started < 0.5  # before another may claim it
+
+
+async def saved_partial(session_id: int, text: str, timeout: float = 5) -> ChatSession:
+    """The session row once its saved partial reply reads `text` (saves run in the background)."""
+    async with asyncio.timeout(timeout):
+        while (row := await db_async(ChatSession.objects.get)(pk=session_id)).partial_text != text:
+            await asyncio.sleep(0.02)
+    return row
 
 
 @pytest.mark.asyncio
@@ -133,7 +147,7 @@ async def test_a_streaming_reply_is_saved_as_it_goes_and_cleared_when_it_ends(
     await tab.send(message="go")
     assert await asyncio.to_thread(fake_anthropic.wait_for_hold)
     await tab.until("token1 ")
-    saved = await db_async(ChatSession.objects.get)(pk=session.pk)
+    saved = await saved_partial(session.pk, "token0 token1 ")
     assert (saved.partial_text, saved.partial_model) == ("token0 token1 ", FAKE_MODEL)
     fake_anthropic.release()
     await tab.until("entry--assistant status--complete")

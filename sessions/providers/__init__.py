@@ -47,6 +47,12 @@ def get_provider(model: str) -> Provider:
     )
 
 
+def warm_up() -> None:
+    """Import the SDK now when Claude is offered, so that no one's first prompt waits for it."""
+    if catalog.has_key():
+        from . import anthropic  # noqa: F401
+
+
 def label_for(model: str) -> str:
     return catalog.spec(model).label if model else ""
 
