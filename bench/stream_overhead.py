@@ -35,14 +35,21 @@ from tests.fake_anthropic import FakeAnthropic, Reply  # noqa: E402
 MESSAGES = [{"role": "user", "content": [{"type": "text", "text": "bench"}]}]
 
 
+_sdk_clients: dict[str, anthropic.AsyncAnthropic] = {}
+
+
 async def via_sdk(fake: FakeAnthropic, tokens: int) -> int:
-    client = anthropic.AsyncAnthropic(api_key="k", base_url=fake.url, max_retries=0)
+    """The raw SDK, reading with one client it keeps (as agentweb does): the harder baseline."""
+    if fake.url not in _sdk_clients:
+        _sdk_clients[fake.url] = anthropic.AsyncAnthropic(
+            api_key="k", base_url=fake.url, max_retries=0
+        )
+    client = _sdk_clients[fake.url]
     count = 0
     async with client.messages.stream(model=MODEL, max_tokens=10, messages=MESSAGES) as stream:
         async for event in stream:
             if event.type == "text":
                 count += 1
-    await client.close()
     return count
 
 

@@ -57,6 +57,30 @@ def get_branch(session: ChatSession) -> list[Entry]:
     return branch
 
 
+def branch_outline(session: ChatSession) -> list[tuple[int, str]]:
+    """(id, role) of each entry from the root to the leaf: the branch without its content, so a
+    page can choose which entries to load (one small query for any size)."""
+    leaf_id = ChatSession.objects.values_list("leaf_id", flat=True).get(pk=session.pk)
+    if leaf_id is None:
+        return []
+    rows = Entry.objects.filter(session_id=session.pk).values_list("id", "parent_id", "role")
+    parents = {entry_id: (parent_id, role) for entry_id, parent_id, role in rows}
+    outline: list[tuple[int, str]] = []
+    current: int | None = leaf_id
+    while current is not None and current in parents:
+        parent_id, role = parents[current]
+        outline.append((current, role))
+        current = parent_id
+    outline.reverse()
+    return outline
+
+
+def entries_by_id(ids: Sequence[int]) -> list[Entry]:
+    """These entries, in this order (one query)."""
+    found = Entry.objects.in_bulk(ids)
+    return [found[entry_id] for entry_id in ids if entry_id in found]
+
+
 def append_message(
     session: ChatSession,
     role: str,

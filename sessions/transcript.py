@@ -102,8 +102,8 @@ def _bash_block(message: dict[str, Any]) -> Block:
     }
 
 
-def start_of_window(entries: Sequence[Entry], start: int) -> int:
+def start_of_window(roles: Sequence[str], start: int) -> int:
     """Move a window's first entry back so that no tool result is cut off from its call."""
-    while start > 0 and entries[start].role == Entry.Role.TOOL_RESULT:
+    while start > 0 and start < len(roles) and roles[start] == Entry.Role.TOOL_RESULT:
         start -= 1
     return start

@@ -66,11 +66,13 @@ def new_session(request: AuthenticatedRequest) -> HttpResponse:
 TRANSCRIPT_WINDOW = 200  # entries rendered at once; earlier ones load on demand
 
 
-def _window(entries: list[Entry], before: int | None = None) -> dict[str, Any]:
-    """The last TRANSCRIPT_WINDOW entries before entry `before` (or the end), and what precedes."""
-    end = next((i for i, e in enumerate(entries) if e.pk == before), len(entries))
-    start = transcript.start_of_window(entries, max(0, end - TRANSCRIPT_WINDOW))
-    shown = entries[start:end]
+def _window(outline: list[tuple[int, str]], before: int | None = None) -> dict[str, Any]:
+    """The last TRANSCRIPT_WINDOW entries before entry `before` (or the end), and how many
+    precede them: only those entries are loaded, whatever the session's size."""
+    end = next((i for i, (pk, _) in enumerate(outline) if pk == before), len(outline))
+    roles = [role for _, role in outline]
+    start = transcript.start_of_window(roles, max(0, end - TRANSCRIPT_WINDOW))
+    shown = store.entries_by_id([pk for pk, _ in outline[start:end]])
     return {
         "entries": transcript.fold(shown),
         "earlier": start,
@@ -80,11 +82,11 @@ def _window(entries: list[Entry], before: int | None = None) -> dict[str, Any]:
 
 def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
     session = _own_session(request, session_id)
-    branch = store.get_branch(session)
-    after = branch[-1].pk if branch else 0
+    outline = store.branch_outline(session)
+    after = outline[-1][0] if outline else 0
     context = {
         **partials.status_context(session, **runtime.status_state(session)),
-        **_window(branch),
+        **_window(outline),
         "children": list(session.children.order_by("created_at")),
         "commands": commands.REGISTRY.values(),
         "ws_url": f"/ws/sessions/{session.pk}/?after={after}",
@@ -104,7 +106,7 @@ def earlier_entries(request: AuthenticatedRequest, session_id: int) -> HttpRespo
     context = {
         "session": session,
         "with_entries": True,
-        **_window(store.get_branch(session), before),
+        **_window(store.branch_outline(session), before),
     }
     return render(request, "sessions/session.html#earlier", context)
 
@@ -209,7 +211,7 @@ def _column(
     document, or the seed), with the earlier entries on demand and a link for the later ones."""
     at = next((i for i, e in enumerate(branch) if e.pk == focus), len(branch) - 1)
     start = max(0, min(at - (TRANSCRIPT_WINDOW - AFTER_FOCUS), len(branch) - TRANSCRIPT_WINDOW))
-    start = transcript.start_of_window(branch, start) if branch else 0
+    start = transcript.start_of_window([e.role for e in branch], start)
     end = min(len(branch), start + TRANSCRIPT_WINDOW, max(at + AFTER_FOCUS + 1, TRANSCRIPT_WINDOW))
     shown = branch[start:end]
     return {

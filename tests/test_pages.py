@@ -206,3 +206,18 @@ def test_the_status_line_shows_the_share_of_the_window_and_suggests_a_handoff_fr
         "The context is 85% full: type <code>/handoff</code> to continue in a fresh session."
         in page
     )
+
+
+def test_the_session_page_costs_the_same_queries_for_ten_or_ten_thousand_entries(client_of, owner):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = client_of(owner)
+    counts = []
+    for size in (10, 3_000):
+        session = make_session(owner, exchanges=size // 2)
+        client.get(session.get_absolute_url())
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(session.get_absolute_url()).status_code == 200
+        counts.append(len(queries))
+    assert counts[0] == counts[1]
