@@ -34,6 +34,7 @@ bench: install
 	$(BIN)/python bench/coverage.py
 	$(BIN)/python bench/cancel_latency.py
 	$(BIN)/python bench/long_session.py
+	$(BIN)/python bench/sizes.py
 
 fuzz: install  # the fuzz tests with 5,000 examples each (CI runs 150)
 	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest tests/test_fuzz.py -q

@@ -1,0 +1,109 @@
+"""How the session page, side by side and the handoff switch grow with a session's size.
+
+For sessions of 10, 1,000 and 10,000 entries, medians of: the session page, side by side
+(cold coverage cache) and the handoff switch after the document, with their query counts.
+Targets (issue 10): page and side by side < 300 ms at 10,000 entries with a constant query
+count; the switch < 100 ms at 10,000, growing no faster than linearly.
+
+Run: .venv/bin/python bench/sizes.py --runs 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+
+import harness
+from harness import median_seconds
+
+harness.setup()
+
+from django.conf import settings  # noqa: E402
+from django.contrib.auth.models import User  # noqa: E402
+from django.core.cache import cache  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.test.utils import CaptureQueriesContext  # noqa: E402
+
+from sessions import handoff, store  # noqa: E402
+from sessions.agent import AgentSession  # noqa: E402
+from sessions.models import ChatSession, Entry  # noqa: E402
+
+DOCUMENT = "\n\n".join(f"## {name}\nsrc/app/module_7.py" for name in handoff.SECTIONS)
+
+
+def long_session(user: User, size: int) -> ChatSession:
+    """A session of `size` chat entries with markdown, paths and code, written in bulk."""
+    session = store.new_session(user, model="local")
+    text = "Message {i} about `src/app/module_{m}.py`, **bold** and a [link](https://x.example) "
+    rows = [
+        Entry(
+            session=session,
+            role="user" if i % 2 == 0 else "assistant",
+            content=[{"type": "text", "text": text.format(i=i, m=i % 300) * 3}],
+            items=[],
+        )
+        for i in range(size)
+    ]
+    created = Entry.objects.bulk_create(rows)
+    for before, entry in zip(created, created[1:], strict=False):
+        entry.parent_id = before.pk
+    Entry.objects.bulk_update(created[1:], ["parent"], batch_size=1000)
+    ChatSession.objects.filter(pk=session.pk).update(leaf_id=created[-1].pk)
+    return ChatSession.objects.get(pk=session.pk)
+
+
+def queries(client: Client, url: str) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        client.get(url)
+    return len(captured)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--sizes", default="10,1000,10000")
+    args = parser.parse_args()
+    call_command("migrate", verbosity=0)
+    settings.ALLOWED_HOSTS = ["*"]
+    user = User.objects.create_user("sizes")
+    client = Client()
+    client.force_login(user)
+    print(f"{args.runs} runs each, medians (SQLite):")
+    for size in (int(value) for value in args.sizes.split(",")):
+        print(f"  {size:6,} entries: {measure(client, long_session(user, size), args.runs)}")
+
+
+def measure(client: Client, session: ChatSession, runs: int) -> str:
+    page = session.get_absolute_url()
+    client.get(page)
+    page_s = median_seconds(lambda: client.get(page), runs)
+    switches = []
+    for _ in range(runs):  # one document starts one session: a reply for each run
+        reply = store.append_message(
+            session, "assistant", [{"type": "text", "text": DOCUMENT}], data={"purpose": "handoff"}
+        )
+        agent = AgentSession(ChatSession.objects.get(pk=session.pk))
+        started = time.perf_counter()
+        asyncio.run(agent.switch(reply, DOCUMENT))
+        switches.append(time.perf_counter() - started)
+    new = ChatSession.objects.filter(parent_session=session).latest("pk")
+    compare = f"/sessions/{session.pk}/compare/{new.pk}/"
+
+    def cold() -> None:
+        cache.clear()
+        client.get(compare)
+
+    compare_s = median_seconds(cold, runs)
+    return (
+        f"page {page_s * 1000:6.1f} ms ({queries(client, page)} queries)  "
+        f"side by side {compare_s * 1000:6.1f} ms ({queries(client, compare)} queries)  "
+        f"switch {statistics.median(switches) * 1000:5.1f} ms"
+    )
+
+
+if __name__ == "__main__":
+    main()
