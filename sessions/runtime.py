@@ -495,13 +495,16 @@ class Job:
                 await self.publish_status()
 
     def on_delta(self, text: str) -> None:
-        """Streamed text, gathered into one delta per batch interval."""
+        """Streamed text, gathered into one delta per batch interval; a reply's first delta
+        goes at once (the time to the first token is what a person waits for)."""
+        first = not self.sent_text and not self.pending_text
         self.pending_text += text
         if self.flush_task is None:
-            self.flush_task = asyncio.create_task(self.flush_soon())
+            self.flush_task = asyncio.create_task(self.flush_soon(wait=not first))
 
-    async def flush_soon(self) -> None:
-        await asyncio.sleep(settings.AGENTWEB_DELTA_BATCH_SECONDS)
+    async def flush_soon(self, wait: bool = True) -> None:
+        if wait:
+            await asyncio.sleep(settings.AGENTWEB_DELTA_BATCH_SECONDS)
         self.flush_task = None
         await self.flush()
 
