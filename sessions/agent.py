@@ -29,6 +29,9 @@ from .providers import Provider, ProviderError, StreamEnd, TextDelta, Usage, get
 log = logging.getLogger(__name__)
 
 NOTES = "handoff_notes"  # a handoff's notes on a stretch too long to send whole
+# The context a job leaves for the next job of its session: (leaf id, messages), newest last.
+CONTEXTS: dict[int, tuple[int | None, list[dict[str, Any]]]] = {}
+MAX_CONTEXTS = 64
 
 
 @dataclass(frozen=True)
@@ -144,8 +147,24 @@ class AgentSession:
         return self._handoff_aborted is not None
 
     async def load(self) -> None:
-        """Make the session's context the active message list."""
+        """Make the session's context the active message list.
+
+        A long session's context costs a load of its whole branch; the last job of this
+        process left it in CONTEXTS, good as long as the session's leaf has not moved since.
+        """
+        leaf = await database_sync_to_async(store.leaf_of)(self.session)
+        cached = CONTEXTS.pop(self.session_id, None)
+        if cached is not None and cached[0] == leaf and leaf is not None:
+            self.messages = cached[1]
+            return
         self.messages = await database_sync_to_async(store.session_context)(self.session)
+
+    async def keep_context(self) -> None:
+        """Leave the context for this session's next job in this process (see `load`)."""
+        leaf = await database_sync_to_async(store.leaf_of)(self.session)
+        CONTEXTS[self.session_id] = (leaf, self.messages)
+        while len(CONTEXTS) > MAX_CONTEXTS:
+            CONTEXTS.pop(next(iter(CONTEXTS)))
 
     # --- prompts -----------------------------------------------------------
     async def prompt(

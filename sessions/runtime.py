@@ -391,6 +391,8 @@ class Job:
             await asyncio.shield(self.finish())
 
     async def finish(self) -> None:
+        if not self.lost:
+            await self.agent.keep_context()
         await database_sync_to_async(release)(self.session_id, self.generation_id)
         await self.publish_status()
 

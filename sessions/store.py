@@ -57,6 +57,10 @@ def get_branch(session: ChatSession) -> list[Entry]:
     return branch
 
 
+def leaf_of(session: ChatSession) -> int | None:
+    return ChatSession.objects.values_list("leaf_id", flat=True).get(pk=session.pk)
+
+
 def branch_outline(session: ChatSession) -> list[tuple[int, str]]:
     """(id, role) of each entry from the root to the leaf: the branch without its content, so a
     page can choose which entries to load (one small query for any size)."""

@@ -201,3 +201,38 @@ async def test_a_message_with_characters_no_database_stores_is_kept_readable(own
     await runtime.wait_idle()
     user = await db_async(lambda: Entry.objects.filter(session=session, role="user").get())()
     assert user.text == "nul \ufffd and half \ufffd a pair"
+
+
+async def test_the_context_a_job_leaves_for_the_next_is_the_one_the_branch_gives(
+    owner, fake_anthropic, open_tab
+):
+    """Each job leaves its context for the next (long sessions skip a reload); it must be
+    exactly what a fresh build from the branch gives, after replies of every outcome."""
+    from sessions.agent import CONTEXTS
+
+    fake_anthropic.enqueue(
+        Reply.text("A full answer."),
+        Reply(mode="error_event", error_type="overloaded_error"),
+        Reply.held(["Half "]),
+        Reply.text("Last one."),
+    )
+    session = await db_async(make_session)(owner, exchanges=1)
+    _, tab = await open_tab(owner, session)
+    for message, ending in (
+        ("one", "A full answer."),
+        ("two", "Failed:"),
+        ("three", None),
+        ("four", "Last one."),
+    ):
+        await tab.send(message=message)
+        if ending is None:  # cancelled mid-stream
+            assert await asyncio.to_thread(fake_anthropic.wait_for_hold)
+            await tab.until("Half ")
+            await tab.send(action="cancel")
+            await tab.until("Cancelled")
+        else:
+            await tab.until(ending)
+        await runtime.wait_idle()
+        leaf, kept = CONTEXTS[session.pk]
+        fresh = await db_async(store.session_context)(session)
+        assert (leaf, kept) == ((await db_async(store.get_branch)(session))[-1].pk, fresh), message
