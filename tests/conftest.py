@@ -27,6 +27,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: "/browser/" in str(item.path))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def close_kept_connections(django_db_setup: Any) -> Iterator[None]:
+    """Connections are kept between calls (CONN_MAX_AGE), also by the one thread that
+    `database_sync_to_async` runs on: close them before the test database is dropped."""
+    yield
+    from asgiref.sync import SyncToAsync
+    from django.db import connections
+
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=10)
+    connections.close_all()
+
+
 @pytest.fixture(scope="session")
 def fake_server() -> Iterator[FakeAnthropic]:
     server = FakeAnthropic().start()
