@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import statistics
 import time
+from collections.abc import AsyncIterator
+from typing import Any
 
 import harness
 
@@ -28,7 +31,7 @@ harness.setup()  # Django on a throwaway database, before any project import
 from channels.db import database_sync_to_async  # noqa: E402
 from django.contrib.auth.models import User  # noqa: E402
 from harness import MODEL, fake_api, open_tab, signed_in_user  # noqa: E402
-from websockets.asyncio.client import connect  # noqa: E402
+from websockets.asyncio.client import ClientConnection, connect  # noqa: E402
 
 from sessions import runtime, store  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic, Reply  # noqa: E402
@@ -53,16 +56,25 @@ async def sample_in_process(fake: FakeAnthropic, user: User, cookie: str) -> flo
     return seconds
 
 
-async def sample_processes(
-    fake: FakeAnthropic, user: User, cookie: str, start: Daphne, cancel: Daphne
-) -> float:
-    session = await database_sync_to_async(store.new_session)(user, model=MODEL)
+@contextlib.asynccontextmanager
+async def two_tabs(
+    session: Any, cookie: str, start: Daphne, cancel: Daphne
+) -> AsyncIterator[tuple[ClientConnection, ClientConnection]]:
+    """A tab on the process that generates, and one on the process that cancels."""
     headers = {"Cookie": f"sessionid={cookie}"}
     path = f"/ws/sessions/{session.pk}/"
     async with (
         connect(start.ws_url(path), additional_headers=headers, origin=start.url) as a,  # type: ignore[arg-type]
         connect(cancel.ws_url(path), additional_headers=headers, origin=cancel.url) as b,  # type: ignore[arg-type]
     ):
+        yield a, b
+
+
+async def sample_processes(
+    fake: FakeAnthropic, user: User, cookie: str, start: Daphne, cancel: Daphne
+) -> float:
+    session = await database_sync_to_async(store.new_session)(user, model=MODEL)
+    async with two_tabs(session, cookie, start, cancel) as (a, b):
         fake.enqueue(Reply.slow(tokens=2000, delay=0.005))
         await a.send(json.dumps({"message": "go"}))
         await until(lambda: b.recv(), "token5 ")
@@ -80,12 +92,7 @@ async def sample_handoff_in_page(
         await database_sync_to_async(store.append_message)(
             session, role, [{"type": "text", "text": text}]
         )
-    headers = {"Cookie": f"sessionid={cookie}"}
-    path = f"/ws/sessions/{session.pk}/"
-    async with (
-        connect(start.ws_url(path), additional_headers=headers, origin=start.url) as a,  # type: ignore[arg-type]
-        connect(cancel.ws_url(path), additional_headers=headers, origin=cancel.url) as b,  # type: ignore[arg-type]
-    ):
+    async with two_tabs(session, cookie, start, cancel) as (a, b):
         fake.enqueue(Reply.slow(tokens=2000, delay=0.005))
         await a.send(json.dumps({"message": "/handoff"}))
         await until(lambda: b.recv(), "token5 ")

@@ -96,3 +96,24 @@ def median_seconds(run: Callable[[], Any], runs: int) -> float:
         run()
         samples.append(time.perf_counter() - started)
     return statistics.median(samples)
+
+
+def time_switches(session: Any, document: str, runs: int) -> list[float]:
+    """Seconds each handoff switch takes after its document is written (a document starts one
+    session, so each run gets a reply of its own)."""
+    import asyncio
+
+    from sessions import store
+    from sessions.agent import AgentSession
+    from sessions.models import ChatSession
+
+    seconds = []
+    for _ in range(runs):
+        reply = store.append_message(
+            session, "assistant", [{"type": "text", "text": document}], data={"purpose": "handoff"}
+        )
+        agent = AgentSession(ChatSession.objects.get(pk=session.pk))
+        started = time.perf_counter()
+        asyncio.run(agent.switch(reply, document))
+        seconds.append(time.perf_counter() - started)
+    return seconds

@@ -19,13 +19,11 @@ Run: .venv/bin/python bench/long_session.py --runs 5
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import statistics
-import time
 
 import harness
-from harness import median_seconds
+from harness import median_seconds, time_switches
 
 harness.setup()  # Django on a throwaway database, before any project import
 
@@ -38,7 +36,6 @@ from django.test import Client  # noqa: E402
 from make_session import generate  # noqa: E402
 
 from sessions import context, coverage, handoff, session_file, store  # noqa: E402
-from sessions.agent import AgentSession  # noqa: E402
 from sessions.models import ChatSession  # noqa: E402
 
 TARGETS = {
@@ -74,16 +71,7 @@ def main() -> None:
 
     # A handoff whose document names a few facts, as a model's would.
     document = "\n\n".join(f"## {name}\nsrc/limiter/slidingWindow.ts" for name in handoff.SECTIONS)
-    switches = []
-    for _ in range(args.runs):  # one document starts one session: a reply for each run
-        reply = store.append_message(
-            session, "assistant", [{"type": "text", "text": document}], data={"purpose": "handoff"}
-        )
-        agent = AgentSession(ChatSession.objects.get(pk=session.pk))
-        started = time.perf_counter()
-        asyncio.run(agent.switch(reply, document))
-        switches.append(time.perf_counter() - started)
-    figures["switch"] = statistics.median(switches)
+    figures["switch"] = statistics.median(time_switches(session, document, args.runs))
     new = ChatSession.objects.filter(parent_session=session).latest("pk")
     url = f"/sessions/{session.pk}/compare/{new.pk}/"
 

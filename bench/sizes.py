@@ -11,12 +11,10 @@ Run: .venv/bin/python bench/sizes.py --runs 5
 from __future__ import annotations
 
 import argparse
-import asyncio
 import statistics
-import time
 
 import harness
-from harness import median_seconds
+from harness import median_seconds, time_switches
 
 harness.setup()
 
@@ -29,7 +27,6 @@ from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from sessions import handoff, store  # noqa: E402
-from sessions.agent import AgentSession  # noqa: E402
 from sessions.models import ChatSession, Entry  # noqa: E402
 
 DOCUMENT = "\n\n".join(f"## {name}\nsrc/app/module_7.py" for name in handoff.SECTIONS)
@@ -81,15 +78,7 @@ def measure(client: Client, session: ChatSession, runs: int) -> str:
     page = session.get_absolute_url()
     client.get(page)
     page_s = median_seconds(lambda: client.get(page), runs)
-    switches = []
-    for _ in range(runs):  # one document starts one session: a reply for each run
-        reply = store.append_message(
-            session, "assistant", [{"type": "text", "text": DOCUMENT}], data={"purpose": "handoff"}
-        )
-        agent = AgentSession(ChatSession.objects.get(pk=session.pk))
-        started = time.perf_counter()
-        asyncio.run(agent.switch(reply, DOCUMENT))
-        switches.append(time.perf_counter() - started)
+    switches = time_switches(session, DOCUMENT, runs)
     new = ChatSession.objects.filter(parent_session=session).latest("pk")
     compare = f"/sessions/{session.pk}/compare/{new.pk}/"
 
