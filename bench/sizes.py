@@ -1,7 +1,8 @@
 """How the session page, side by side and the handoff switch grow with a session's size.
 
 For sessions of 10, 1,000 and 10,000 entries, medians of: the session page, side by side
-(cold coverage cache) and the handoff switch after the document, with their query counts.
+(cold coverage cache) and the handoff switch after the document, with their query counts, and
+a socket's catch-up when it connects with nothing new (what every open tab does on reconnect).
 Targets (issue 10): page and side by side < 300 ms at 10,000 entries with a constant query
 count; the switch < 100 ms at 10,000, growing no faster than linearly.
 
@@ -26,7 +27,7 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
-from sessions import handoff, store  # noqa: E402
+from sessions import consumers, handoff, store  # noqa: E402
 from sessions.models import ChatSession, Entry  # noqa: E402
 
 DOCUMENT = "\n\n".join(f"## {name}\nsrc/app/module_7.py" for name in handoff.SECTIONS)
@@ -87,10 +88,12 @@ def measure(client: Client, session: ChatSession, runs: int) -> str:
         client.get(compare)
 
     compare_s = median_seconds(cold, runs)
+    catch_up_s = median_seconds(lambda: consumers._catch_up(session.pk, session.leaf_id or 0), runs)
     return (
         f"page {page_s * 1000:6.1f} ms ({queries(client, page)} queries)  "
         f"side by side {compare_s * 1000:6.1f} ms ({queries(client, compare)} queries)  "
-        f"switch {statistics.median(switches) * 1000:5.1f} ms"
+        f"switch {statistics.median(switches) * 1000:5.1f} ms  "
+        f"socket catch-up {catch_up_s * 1000:5.1f} ms"
     )
 
 

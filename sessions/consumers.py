@@ -200,11 +200,11 @@ def _skipped(count: int) -> str:
 
 def _catch_up(session_id: int, after: int) -> dict[str, Any]:
     session = ChatSession.objects.get(pk=session_id)
-    newer = [e for e in store.get_branch(session) if e.pk > after]
+    newer = [entry_id for entry_id, _ in store.branch_outline(session) if entry_id > after]
     shown = newer[-CATCH_UP_LIMIT:]
     return {
-        "after": max([after, *(e.pk for e in newer)]),
-        "newer": shown,
+        "after": max([after, *newer]),
+        "newer": store.entries_by_id(shown),
         "skipped": len(newer) - len(shown),
         "status": partials.status(session, **runtime.status_state(session)),
         "channel": session.generation_channel if session.is_generating else "",
