@@ -120,7 +120,6 @@ class AgentSession:
         self.messages: list[dict[str, Any]] = []
         self.todo_reminder_counter = 0
         self.is_streaming = False
-        self._current: _Reply | None = None  # the reply streaming now
         self._saver: asyncio.Task[None] | None = None  # saves the reply as it streams
         self._more = asyncio.Event()  # enough new text to save before the interval is up
         self.partial_purpose = ""
@@ -292,7 +291,6 @@ class AgentSession:
         self, reply: _Reply, messages: list[dict[str, Any]], max_tokens: int | None = None
     ) -> None:
         self._saved_chars = 0
-        self._current = reply
         async for event in self.provider.stream(messages, max_tokens=max_tokens):
             if isinstance(event, TextDelta):
                 reply.add(event.text)
@@ -311,11 +309,6 @@ class AgentSession:
             elif isinstance(event, StreamEnd):
                 reply.usage = event.usage
 
-    @property
-    def partial_text(self) -> str:
-        """The reply streaming now, so far."""
-        return self._current.text if self._current else ""
-
     async def _keep_saving(self, reply: _Reply) -> None:
         """Keep the reply so far in the session row every few seconds (or every few thousand
         characters), so a crash keeps it (SPEC B12). The stream never waits for it; the one
@@ -333,7 +326,6 @@ class AgentSession:
 
     async def _settle_partial(self) -> None:
         """Stop saving the reply as it streams: the final save comes next."""
-        self._current = None
         if self._saver is not None:
             self._saver.cancel()
         self._saver, self._saved_chars = None, 0
@@ -361,7 +353,7 @@ class AgentSession:
             reply, document = await self._guard_coverage(branch, reply, document)
             report = handoff.check_structure(document)
             result = HandoffResult(document=document, report=report, reply=reply)
-            if await database_sync_to_async(_wants_review)(self.session):
+            if await database_sync_to_async(_preference)(self.session, "review_handoff"):
                 return result
             try:
                 result.new_session = await self.switch(reply, document)
@@ -389,7 +381,7 @@ class AgentSession:
         report = await asyncio.to_thread(coverage.coverage, branch, document, cwd)
         before, dropped, amended = report.summary(), report.salient_dropped, False
         amend = dropped and not self.provider.spec.is_local
-        if amend and await database_sync_to_async(_wants_amendment)(self.session):
+        if amend and await database_sync_to_async(_preference)(self.session, "amend_handoff"):
             reply, document = await self._amend(document, dropped)
             report = await asyncio.to_thread(coverage.coverage, branch, document, cwd)
             dropped, amended = report.salient_dropped, True
@@ -561,14 +553,10 @@ class AgentSession:
         await self.listener(AgentEvent(type_, self.session_id, **fields))
 
 
-def _wants_review(session: ChatSession) -> bool:
+def _preference(session: ChatSession, name: str) -> bool:
+    """The owner's yes/no preference ``name`` (off when they never saved any)."""
     prefs = Preferences.objects.filter(user_id=session.owner_id).first()
-    return bool(prefs and prefs.review_handoff)
-
-
-def _wants_amendment(session: ChatSession) -> bool:
-    prefs = Preferences.objects.filter(user_id=session.owner_id).first()
-    return bool(prefs and prefs.amend_handoff)
+    return bool(prefs and getattr(prefs, name))
 
 
 def _record_coverage(reply: Entry, record: dict[str, Any]) -> None:
