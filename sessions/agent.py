@@ -357,13 +357,9 @@ class AgentSession:
                 return result
             try:
                 result.new_session = await self.switch(reply, document)
-            except Exception as exc:  # nothing was created (B6); say so and keep a record (B13)
+            except Exception as exc:
                 log.exception("handoff switch failed in session %s", self.session_id)
-                reason = str(exc) or type(exc).__name__
-                await database_sync_to_async(store.append_custom)(
-                    self.session, "handoff_failed", f"Handoff failed: {reason}"
-                )
-                raise HandoffFailed(reason) from exc
+                raise await switch_failed(self.session, exc) from exc
             return result
         finally:
             self._handoff_aborted = None
@@ -551,6 +547,13 @@ class AgentSession:
 
     async def _emit(self, type_: str, **fields: Any) -> None:
         await self.listener(AgentEvent(type_, self.session_id, **fields))
+
+
+async def switch_failed(session: ChatSession, exc: Exception) -> HandoffFailed:
+    """A switch that raised created nothing (B6): say why, and keep a record of it (B13)."""
+    failed = HandoffFailed(str(exc) or type(exc).__name__)
+    await database_sync_to_async(store.append_custom)(session, "handoff_failed", str(failed))
+    return failed
 
 
 def _preference(session: ChatSession, name: str) -> bool:

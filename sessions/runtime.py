@@ -34,6 +34,7 @@ from .agent import (
     HandoffCancelled,
     HandoffFailed,
     HandoffResult,
+    switch_failed,
 )
 from .context import estimate_tokens
 from .handoff import NothingToHandOff
@@ -599,11 +600,9 @@ async def confirm_handoff(session: ChatSession, reply_id: int, document: str) ->
         return await agent.switch(reply, document)
     except IntegrityError:  # another tab confirmed the same document a moment before
         return USED
-    except Exception as exc:  # nothing was created (B6); say so and keep a record (B13)
+    except Exception as exc:
         log.exception("confirming a reviewed handoff failed in session %s", session.pk)
-        message = f"Handoff failed: {str(exc) or type(exc).__name__}"
-        await database_sync_to_async(store.append_custom)(session, "handoff_failed", message)
-        return message
+        return str(await switch_failed(session, exc))
 
 
 USED = "That handoff document can no longer be used: it already started a session."
