@@ -178,10 +178,11 @@ def compare(request: AuthenticatedRequest, session_id: int, other_id: int) -> Ht
     first, second = _own_session(request, session_id), _own_session(request, other_id)
     old, new = sorted([first, second], key=lambda s: (s.created_at, s.pk))
     chain = listing.chain_of(old)
-    old_branch, new_branch = store.get_branch(old), store.get_branch(new)
-    seed = new_branch[0] if new_branch and new_branch[0].is_handoff else None
+    old_outline, new_outline = store.branch_outline(old), store.branch_outline(new)
+    opening = store.entries_by_id([pk for pk, _ in new_outline[:1]])
+    seed = opening[0] if opening and opening[0].is_handoff else None
     document_entry_id = listing.handed_off_from(old, new, chain)
-    report = _coverage_report(old, old_branch, seed) if seed is not None else None
+    report = _coverage_report(old, seed) if seed is not None else None
     busy = report if isinstance(report, str) else ""
     return render(
         request,
@@ -190,8 +191,8 @@ def compare(request: AuthenticatedRequest, session_id: int, other_id: int) -> Ht
             "old": old,
             "new": new,
             "columns": [
-                _column("old", old, old_branch, document_entry_id),
-                _column("new", new, new_branch, seed.pk if seed else None),
+                _column("old", old, old_outline, document_entry_id),
+                _column("new", new, new_outline, seed.pk if seed else None),
             ],
             "chain": chain,
             "same_chain": old.chain_id == new.chain_id,
@@ -205,15 +206,17 @@ AFTER_FOCUS = 20  # entries shown after the one a compare column is about
 
 
 def _column(
-    side: str, session: ChatSession, branch: list[Entry], focus: int | None
+    side: str, session: ChatSession, outline: list[tuple[int, str]], focus: int | None
 ) -> dict[str, Any]:
     """One column of side by side: a window of the transcript around its focus (the handoff
-    document, or the seed), with the earlier entries on demand and a link for the later ones."""
-    at = next((i for i, e in enumerate(branch) if e.pk == focus), len(branch) - 1)
-    start = max(0, min(at - (TRANSCRIPT_WINDOW - AFTER_FOCUS), len(branch) - TRANSCRIPT_WINDOW))
-    start = transcript.start_of_window([e.role for e in branch], start)
-    end = min(len(branch), start + TRANSCRIPT_WINDOW, max(at + AFTER_FOCUS + 1, TRANSCRIPT_WINDOW))
-    shown = branch[start:end]
+    document, or the seed), with the earlier entries on demand and a link for the later ones.
+    Only the window's entries are loaded."""
+    size = len(outline)
+    at = next((i for i, (pk, _) in enumerate(outline) if pk == focus), size - 1)
+    start = max(0, min(at - (TRANSCRIPT_WINDOW - AFTER_FOCUS), size - TRANSCRIPT_WINDOW))
+    start = transcript.start_of_window([role for _, role in outline], start)
+    end = min(size, start + TRANSCRIPT_WINDOW, max(at + AFTER_FOCUS + 1, TRANSCRIPT_WINDOW))
+    shown = store.entries_by_id([pk for pk, _ in outline[start:end]])
     return {
         "side": side,
         "session": session,
@@ -221,15 +224,14 @@ def _column(
         "focus": focus,
         "earlier": start,
         "earlier_before": shown[0].pk if shown else 0,
-        "later": len(branch) - end,
+        "later": size - end,
     }
 
 
-def _coverage_report(
-    old: ChatSession, old_branch: list[Entry], seed: Entry
-) -> coverage.Coverage | str:
-    """The coverage report, computed once per old branch and seed: a request that finds another
-    computing it says so instead of repeating the work."""
+def _coverage_report(old: ChatSession, seed: Entry) -> coverage.Coverage | str:
+    """The coverage report, computed once per old branch and seed (the only time the whole old
+    branch is loaded): a request that finds another computing it says so instead of repeating
+    the work."""
     key = f"coverage:{old.pk}:{old.leaf_id}:{seed.pk}"
     report: coverage.Coverage | None = cache.get(key)
     if report is not None:
@@ -237,7 +239,7 @@ def _coverage_report(
     if not cache.add(f"{key}:busy", True, timeout=300):
         return "The coverage of this handoff is being worked out: reload in a moment."
     try:
-        report = coverage.coverage(old_branch, handoff.unwrap(seed.text), old.cwd)
+        report = coverage.coverage(store.get_branch(old), handoff.unwrap(seed.text), old.cwd)
         cache.set(key, report, timeout=3600)
     finally:
         cache.delete(f"{key}:busy")
