@@ -7,7 +7,7 @@ Branch walks cost one query however long the session is.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -44,17 +44,9 @@ def new_session(
 
 def get_branch(session: ChatSession) -> list[Entry]:
     """The entries from the root to the leaf, in order: one query for any size."""
-    leaf_id = ChatSession.objects.values_list("leaf_id", flat=True).get(pk=session.pk)
-    if leaf_id is None:
-        return []
     by_id = {entry.id: entry for entry in Entry.objects.filter(session_id=session.pk)}
-    branch: list[Entry] = []
-    current = by_id.get(leaf_id)
-    while current is not None:
-        branch.append(current)
-        current = by_id.get(current.parent_id) if current.parent_id else None
-    branch.reverse()
-    return branch
+    path = _path_to(leaf_of(session), {pk: entry.parent_id for pk, entry in by_id.items()})
+    return [by_id[pk] for pk in path]
 
 
 def leaf_of(session: ChatSession) -> int | None:
@@ -64,19 +56,23 @@ def leaf_of(session: ChatSession) -> int | None:
 def branch_outline(session: ChatSession) -> list[tuple[int, str]]:
     """(id, role) of each entry from the root to the leaf: the branch without its content, so a
     page can choose which entries to load (one small query for any size)."""
-    leaf_id = ChatSession.objects.values_list("leaf_id", flat=True).get(pk=session.pk)
-    if leaf_id is None:
-        return []
     rows = Entry.objects.filter(session_id=session.pk).values_list("id", "parent_id", "role")
-    parents = {entry_id: (parent_id, role) for entry_id, parent_id, role in rows}
-    outline: list[tuple[int, str]] = []
-    current: int | None = leaf_id
+    parents: dict[int, int | None] = {}
+    roles: dict[int, str] = {}
+    for entry_id, parent_id, role in rows:
+        parents[entry_id], roles[entry_id] = parent_id, role
+    return [(pk, roles[pk]) for pk in _path_to(leaf_of(session), parents)]
+
+
+def _path_to(leaf_id: int | None, parents: Mapping[int, int | None]) -> list[int]:
+    """The ids from the root to `leaf_id`, following `parents` (entry id to parent id)."""
+    path: list[int] = []
+    current = leaf_id
     while current is not None and current in parents:
-        parent_id, role = parents[current]
-        outline.append((current, role))
-        current = parent_id
-    outline.reverse()
-    return outline
+        path.append(current)
+        current = parents[current]
+    path.reverse()
+    return path
 
 
 def entries_by_id(ids: Sequence[int]) -> list[Entry]:
