@@ -155,11 +155,6 @@ def _padded(phrase: str) -> str:
     return f" {normalise(phrase)} "
 
 
-def mentions(document: str, phrase: str) -> bool:
-    """Whole-word containment in a normalised, space-padded document."""
-    return _padded(phrase) in document
-
-
 MAX_CHECKED_CHARS = 2_000_000  # a longer document is checked on its first two million characters
 
 
@@ -281,11 +276,15 @@ def entry_items(entry: Entry) -> list[list[Any]]:
     when the entry is written (entries never change), and kept in `Entry.items`."""
     found: dict[tuple[str, str, str], bool] = {}
     for piece in entry_pieces(entry):
-        for kind, text in extract([piece.text]):
-            if not is_noise(kind, text):
-                key = (kind, text, piece.source)
-                found[key] = found.get(key, False) or piece.error
+        for kind, text in _concrete(piece.text):
+            key = (kind, text, piece.source)
+            found[key] = found.get(key, False) or piece.error
     return [[kind, text, source, error] for (kind, text, source), error in found.items()]
+
+
+def _concrete(text: str) -> list[tuple[str, str]]:
+    """The (kind, text) items of a text, noise left out."""
+    return [(kind, item) for kind, item in extract([text]) if not is_noise(kind, item)]
 
 
 def entry_pieces(entry: Entry) -> Iterator[Piece]:
@@ -402,9 +401,8 @@ def rank_pieces(texts: Iterable[Piece], cwd: str = "") -> list[Item]:
     tally = _Tally(cwd)
     for piece in texts:
         tally.last_read = piece.position
-        for kind, text in extract([piece.text]):
-            if not is_noise(kind, text):
-                tally.add(kind, text, piece.source, piece.error, piece.position, False, piece.text)
+        for kind, text in _concrete(piece.text):
+            tally.add(kind, text, piece.source, piece.error, piece.position, False, piece.text)
     return tally.ranked()
 
 
