@@ -180,6 +180,10 @@ def test_a_version_3_tree_keeps_its_branches_and_the_last_entry_is_the_leaf(owne
         (lines({"type": "session"}, {"type": "custom_message", "customType": "x", "content": 7}), "Line 2: `content` must be a string or a list of blocks."),
         (b'{"type": "session"}\n' + b'{"type": "message", "message": {"role": "user", "content": "x", "deep": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}", "Line 2: nested too deeply."),
         (lines({"type": "session"}, {"type": "message", "message": {"role": "user", "content": "x", "deep": json.loads("[" * 80 + "]" * 80)}}), "Line 2: nested more than 64 levels deep."),
+        (lines({"type": "session"}, {"type": "message", "message": {"role": "user", "content": "a\x00b"}}), "Line 2: contains a NUL character (U+0000), which cannot be stored."),
+        (lines({"type": "session"}, {"type": "message", "message": {"role": "user", "content": "x", "meta": {"key\x00": 1}}}), "Line 2: contains a NUL character (U+0000), which cannot be stored."),
+        (b'{"type": "session"}\n{"type": "message", "message": {"role": "user", "content": "half \\ud800 a pair"}}', "Line 2: contains half of a surrogate pair (not text), which cannot be stored."),
+        (lines({"type": "session"}, {"type": "message", "message": {"role": "user", "content": "a\x00b", "deep": json.loads("[" * 80 + "]" * 80)}}), "Line 2: nested more than 64 levels deep."),
     ],
 )  # fmt: skip
 def test_an_invalid_file_is_refused_with_its_line_and_leaves_nothing(signed_in, owner, data, error):
