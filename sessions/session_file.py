@@ -271,10 +271,8 @@ def _parse(lines: list[str]) -> Iterable[tuple[int, dict[str, Any]]]:
             raise InvalidSessionFile(f"Line {number}: nested too deeply.") from None
         if not isinstance(line, dict):
             raise InvalidSessionFile(f"Line {number}: expected a JSON object.")
-        if _depth(line) > MAX_DEPTH:
-            raise InvalidSessionFile(f"Line {number}: nested more than {MAX_DEPTH} levels deep.")
-        if unstorable := _unstorable(line):
-            raise InvalidSessionFile(f"Line {number}: {unstorable}")
+        if problem := _shape_problem(line):
+            raise InvalidSessionFile(f"Line {number}: {problem}")
         kind = line.get("type")
         if number == 1 or kind == "session":
             if number != 1 or kind != "session":
@@ -294,18 +292,22 @@ MAX_DEPTH = 64
 TOKEN_FIELDS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 
 
-def _depth(value: Any) -> int:
-    """How deeply a JSON value nests (iteratively: a hostile file cannot exhaust the stack)."""
-    deepest, stack = 0, [(value, 1)]
+def _shape_problem(line: dict[str, Any]) -> str:
+    """Nesting deeper than MAX_DEPTH, or text no database can keep: NUL (PostgreSQL refuses
+    it) or half of a surrogate pair. One iterative walk: a hostile file cannot exhaust the
+    stack. Too deep is the problem named when a line has both."""
+    unstorable = ""
+    stack: list[tuple[Any, int]] = [(line, 1)]
     while stack:
         current, depth = stack.pop()
         if isinstance(current, dict | list):
-            deepest = max(deepest, depth)
             if depth > MAX_DEPTH:
-                return depth
-            children = current.values() if isinstance(current, dict) else current
+                return f"nested more than {MAX_DEPTH} levels deep."
+            children = [*current, *current.values()] if isinstance(current, dict) else current
             stack.extend((child, depth + 1) for child in children)
-    return deepest
+        elif isinstance(current, str) and not unstorable:
+            unstorable = _unstorable(current)
+    return unstorable
 
 
 def _problem(line: dict[str, Any]) -> str:
@@ -335,23 +337,13 @@ def _problem(line: dict[str, Any]) -> str:
     return ""
 
 
-def _unstorable(value: Any) -> str:
-    """Text no database can keep: NUL (PostgreSQL refuses it), or half of a surrogate pair."""
-    stack = [value]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, dict):
-            stack.extend(current.keys())
-            stack.extend(current.values())
-        elif isinstance(current, list):
-            stack.extend(current)
-        elif isinstance(current, str):
-            if "\x00" in current:
-                return "contains a NUL character (U+0000), which cannot be stored."
-            try:
-                current.encode("utf-8")
-            except UnicodeEncodeError:
-                return "contains half of a surrogate pair (not text), which cannot be stored."
+def _unstorable(text: str) -> str:
+    if "\x00" in text:
+        return "contains a NUL character (U+0000), which cannot be stored."
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "contains half of a surrogate pair (not text), which cannot be stored."
     return ""
 
 
