@@ -186,7 +186,7 @@ def import_jsonl(owner: User, lines: list[str]) -> ChatSession:
         Entry.objects.bulk_update(created, ["parent"], batch_size=500)
         _resolve_references(created, by_key, [key for key, _ in parents])
         leaf = created[-1] if created else None
-        branch = _branch_of(created)
+        branch = store.branch_ending_at(leaf.pk if leaf else None, created)
         ChatSession.objects.filter(pk=session.pk).update(
             leaf=leaf,
             title=session.title or _title(created),
@@ -221,17 +221,6 @@ def _resolve_references(created: list[Entry], by_key: dict[str, Entry], keys: li
             entry.data["refs"] = refs
             changed.append(entry)
     Entry.objects.bulk_update(changed, ["data"], batch_size=500)
-
-
-def _branch_of(entries: list[Entry]) -> list[Entry]:
-    """The branch that ends at the last entry (the file's leaf), root first."""
-    by_id = {entry.pk: entry for entry in entries}
-    branch: list[Entry] = []
-    current = entries[-1] if entries else None
-    while current is not None:
-        branch.append(current)
-        current = by_id.get(current.parent_id) if current.parent_id else None
-    return branch[::-1]
 
 
 def _file_model(header: dict[str, Any], branch: list[Entry]) -> str:

@@ -7,7 +7,7 @@ Branch walks cost one query however long the session is.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -44,8 +44,13 @@ def new_session(
 
 def get_branch(session: ChatSession) -> list[Entry]:
     """The entries from the root to the leaf, in order: one query for any size."""
-    by_id = {entry.id: entry for entry in Entry.objects.filter(session_id=session.pk)}
-    path = _path_to(leaf_of(session), {pk: entry.parent_id for pk, entry in by_id.items()})
+    return branch_ending_at(leaf_of(session), Entry.objects.filter(session_id=session.pk))
+
+
+def branch_ending_at(leaf_id: int | None, entries: Iterable[Entry]) -> list[Entry]:
+    """Those of `entries` from the root to entry `leaf_id`, in order."""
+    by_id = {entry.pk: entry for entry in entries}
+    path = _path_to(leaf_id, {pk: entry.parent_id for pk, entry in by_id.items()})
     return [by_id[pk] for pk in path]
 
 
