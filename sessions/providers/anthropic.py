@@ -139,10 +139,7 @@ def _status_error(error: anthropic.APIStatusError, spec: ModelSpec) -> ProviderE
     """Name the real cause: an HTTP status, or the `error` event inside a 200 stream."""
     detail = error.api_message or str(error)
     if error.status_code == 400 and any(words in detail for words in TOO_LONG):
-        return ProviderError(
-            f"the conversation is too long for {spec.label}'s context window ({detail})",
-            kind="too_long",
-        )
+        return ProviderError.too_long(spec, detail)
     error_type = error.type or {
         429: "rate_limit_error",
         529: "overloaded_error",

@@ -45,6 +45,14 @@ class ProviderError(Exception):
         self.reason = reason
         self.kind = kind
 
+    @classmethod
+    def too_long(cls, spec: ModelSpec, detail: str) -> ProviderError:
+        """The request does not fit the model's context window (a handoff splits on it)."""
+        return cls(
+            f"the conversation is too long for {spec.label}'s context window ({detail})",
+            kind="too_long",
+        )
+
 
 class Provider(ABC):
     model: str

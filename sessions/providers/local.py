@@ -54,11 +54,10 @@ class LocalProvider(Provider):
         output = max_tokens or self.spec.max_output
         if tokens + output > self.spec.window:
             # As the API does: a request that cannot fit with its output is refused.
-            raise ProviderError(
-                f"the conversation is too long for {self.spec.label}'s context window (input "
-                f"length and max_tokens exceed context limit: {tokens} + {output} "
-                f"> {self.spec.window})",
-                kind="too_long",
+            raise ProviderError.too_long(
+                self.spec,
+                "input length and max_tokens exceed context limit: "
+                f"{tokens} + {output} > {self.spec.window}",
             )
         reply = await asyncio.to_thread(respond, messages)
         reply = _at_most(reply, output)
