@@ -95,6 +95,12 @@ def latest_compaction(entries: Sequence[Entry]) -> int | None:
     return None
 
 
+def first_kept(entries: Sequence[Entry], at: int) -> int:
+    """The index of the first entry the compaction at `at` kept (`at` itself: none)."""
+    kept_id = entries[at].data.get("refs", {}).get("firstKeptEntryId")
+    return next((i for i in range(at) if entries[i].pk == kept_id), at)
+
+
 def context_parts(entries: Sequence[Entry]) -> list[Part]:
     """The branch's context as parts, in the order the model reads them."""
     at = latest_compaction(entries)
@@ -105,9 +111,7 @@ def context_parts(entries: Sequence[Entry]) -> list[Part]:
     parts = [
         Part(USER, f"{COMPACTION_PREFIX}{summary}{COMPACTION_SUFFIX}", "summary", compaction.pk)
     ]
-    first_kept = compaction.data.get("refs", {}).get("firstKeptEntryId")
-    start = next((i for i in range(at) if entries[i].pk == first_kept), at)
-    for entry in entries[start:at]:
+    for entry in entries[first_kept(entries, at) : at]:
         parts += [replace(part, kept=True) for part in entry_parts(entry)]
     for entry in entries[at + 1 :]:
         parts += entry_parts(entry)
@@ -136,7 +140,7 @@ def entry_parts(entry: Entry) -> list[Part]:
     if entry.role == "bashExecution":
         if message.get("excludeFromContext"):
             return []
-        return [Part(USER, bash_text(message), "bash", entry.pk, error=_bash_failed(message))]
+        return [Part(USER, bash_text(message), "bash", entry.pk, error=bash_failed(message))]
     # user, and the reference agent's own user-side roles (custom, hookMessage)
     return _blocks_as_parts(USER, entry.content, "text", entry.pk)
 
@@ -210,14 +214,15 @@ def bash_text(message: dict[str, Any]) -> str:
     exit_code = message.get("exitCode")
     if message.get("cancelled"):
         text += "\n\n(command cancelled)"
-    elif isinstance(exit_code, int) and exit_code != 0:
+    elif bash_failed(message):
         text += f"\n\nCommand exited with code {exit_code}"
     if message.get("truncated") and message.get("fullOutputPath"):
         text += f"\n\n[Output truncated. Full output: {message['fullOutputPath']}]"
     return text
 
 
-def _bash_failed(message: dict[str, Any]) -> bool:
+def bash_failed(message: dict[str, Any]) -> bool:
+    """A bash execution that exited with a code other than 0."""
     exit_code = message.get("exitCode")
     return isinstance(exit_code, int) and exit_code != 0
 

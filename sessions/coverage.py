@@ -23,7 +23,7 @@ from typing import Any
 
 import ahocorasick
 
-from .context import bash_text, latest_compaction
+from .context import bash_failed, bash_text, first_kept, latest_compaction
 from .models import Entry
 
 URL = re.compile(r"https?://[^\s<>()\[\]`'\"]+[^\s<>()\[\]`'\".,;:!?]")
@@ -306,17 +306,13 @@ def context_start(entries: Sequence[Entry]) -> int:
     """Where the model's context begins on the branch: the latest compaction's first kept entry
     (its summary stands for everything before), or the start."""
     at = latest_compaction(entries)
-    if at is None:
-        return 0
-    first_kept = entries[at].data.get("refs", {}).get("firstKeptEntryId")
-    kept = next((i for i in range(at) if entries[i].pk == first_kept), at)
-    return kept
+    return 0 if at is None else first_kept(entries, at)
 
 
 def _message_pieces(entry: Entry, position: int) -> Iterator[Piece]:
     message = entry.data.get("message", {})
     if entry.role == "bashExecution":
-        failed = isinstance(message.get("exitCode"), int) and message["exitCode"] != 0
+        failed = bash_failed(message)
         yield Piece(str(message.get("command", "")), "bash_command", position)
         yield Piece(bash_text({**message, "command": ""}), "tool_result", position, failed)
         return

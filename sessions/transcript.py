@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .context import bash_text, image_placeholder, tool_call_line
+from .context import bash_failed, bash_text, image_placeholder, tool_call_line
 from .models import Entry
 
 SHOWN_RESULT_CHARS = 20_000  # a longer tool output is cut in the page (the export has it all)
@@ -95,7 +95,7 @@ def _bash_block(message: dict[str, Any]) -> Block:
         "line": f"$ {message.get('command', '')}",
         "result": output[:SHOWN_RESULT_CHARS],
         "cut": max(0, len(output) - SHOWN_RESULT_CHARS),
-        "error": isinstance(exit_code, int) and exit_code != 0,
+        "error": bash_failed(message),
         "exit_code": exit_code,
         "excluded": bool(message.get("excludeFromContext")),
         "context_text": bash_text(message),
