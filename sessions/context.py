@@ -164,17 +164,18 @@ def _assistant_parts(entry: Entry) -> list[Part]:
 def _tool_result_parts(entry: Entry, message: dict[str, Any]) -> list[Part]:
     name = str(message.get("toolName") or "tool")
     error = bool(message.get("isError"))
-    body = "\n".join(_block_texts(entry.content)) or "(no output)"
+    body = "\n".join(block_texts(entry.content)) or "(no output)"
     label = f"[Tool result: {name}{', error' if error else ''}]"
     return [Part(USER, f"{label}: {body}", "tool_result", entry.pk, error=error, name=name)]
 
 
 def _blocks_as_parts(role: str, content: Any, kind: str, entry_id: int) -> list[Part]:
-    text = "\n".join(_block_texts(content))
+    text = "\n".join(block_texts(content))
     return [Part(role, text, kind, entry_id)] if text.strip() else []
 
 
-def _block_texts(content: Any) -> Iterable[str]:
+def block_texts(content: Any) -> Iterable[str]:
+    """The texts of a message's content, an image as a placeholder naming its type."""
     if isinstance(content, str):
         yield content
         return

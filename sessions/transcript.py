@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .context import bash_failed, bash_text, image_placeholder, tool_call_line
+from .context import bash_failed, bash_text, block_texts, image_placeholder, tool_call_line
 from .models import Entry
 
 SHOWN_RESULT_CHARS = 20_000  # a longer tool output is cut in the page (the export has it all)
@@ -71,11 +71,7 @@ def blocks(entry: Entry) -> list[Block]:
 
 
 def _result_block(result: Entry, name: str, *, line: str) -> Block:
-    text = "\n".join(
-        b["text"] if b.get("type") == "text" else image_placeholder(b)
-        for b in result.content or []
-        if isinstance(b, dict) and (isinstance(b.get("text"), str) or b.get("type") == "image")
-    )
+    text = "\n".join(block_texts(result.content))
     return {
         "kind": "tool",
         "line": line or f"{name} result",
