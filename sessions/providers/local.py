@@ -13,7 +13,7 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ..context import estimate_tokens, message_tokens
+from ..context import block_texts, estimate_tokens, message_tokens
 from ..coverage import extract
 from . import catalog
 from .base import Provider, ProviderError, ProviderEvent, StreamEnd, TextDelta, Usage
@@ -86,7 +86,7 @@ def respond(messages: list[dict[str, Any]]) -> str:
     """
     if not messages:
         return "Nothing to answer yet."
-    blocks = _texts(messages[-1])
+    blocks = list(block_texts(messages[-1].get("content", "")))
     request = blocks[-1] if blocks else ""
     history = messages[:-1]
     if len(blocks) > 1:
@@ -154,14 +154,3 @@ def _own_words(reply: str) -> str:
         and not line.startswith(">")
         and not line.startswith("You wrote ")
     )
-
-
-def _text(message: dict[str, Any]) -> str:
-    return "\n".join(_texts(message))
-
-
-def _texts(message: dict[str, Any]) -> list[str]:
-    content = message.get("content", "")
-    if isinstance(content, str):
-        return [content]
-    return [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]

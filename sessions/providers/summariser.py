@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..context import BRANCH_SUMMARY_PREFIX, COMPACTION_PREFIX
+from ..context import BRANCH_SUMMARY_PREFIX, COMPACTION_PREFIX, block_texts
 from ..coverage import KIND_LABELS, SALIENT, Piece, normalise, rank_pieces
 
 SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
@@ -42,7 +42,7 @@ class Reading:
 def read(history: Iterable[dict[str, Any]], own_words: Callable[[str], str]) -> Reading:
     reading = Reading()
     for message in history:
-        for text in _texts(message):
+        for text in block_texts(message.get("content", "")):
             if message.get("role") == "assistant":
                 _read_assistant(reading, own_words(text))
             else:
@@ -90,13 +90,6 @@ def _read_assistant(reading: Reading, text: str) -> None:
     elif text.strip():
         reading.replies.append(text)
         reading.pieces.append(Piece(text, "assistant", at))
-
-
-def _texts(message: dict[str, Any]) -> list[str]:
-    content = message.get("content", "")
-    if isinstance(content, str):
-        return [content]
-    return [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
 
 
 # --- writing ---------------------------------------------------------------------------------
