@@ -15,7 +15,7 @@ from typing import IO, Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -320,9 +320,27 @@ def _problem(line: dict[str, Any]) -> str:
         for field in ("role", "stopReason", "errorMessage", "model", "provider"):
             if not isinstance(message.get(field, ""), str | None):
                 return f"a message's `{field}` must be a string."
+        for field, column in (("role", "role"), ("model", "model")):
+            if problem := _longer_than_column(message.get(field), column):
+                return f"a message's `{field}` {problem}"
         return _content_problem(message.get("content"))
+    custom_type = line.get("customType")
+    if not isinstance(custom_type, str | None):
+        return "`customType` must be a string."
+    if problem := _longer_than_column(custom_type, "custom_type"):
+        return f"`customType` {problem}"
     if line.get("type") == Entry.Kind.CUSTOM_MESSAGE:
         return _content_problem(line.get("content"))
+    return ""
+
+
+def _longer_than_column(value: str | None, column: str) -> str:
+    """Text longer than the entry's column for it can hold (empty: it fits)."""
+    field = Entry._meta.get_field(column)
+    assert isinstance(field, models.CharField)
+    limit = field.max_length
+    if value is not None and limit is not None and len(value) > limit:
+        return f"is longer than {limit} characters."
     return ""
 
 
