@@ -160,7 +160,7 @@ async def test_the_offline_model_reads_a_long_history_off_the_event_loop(caplog,
     settings.AGENTWEB_MODELS = {**settings.AGENTWEB_MODELS, "local": {**local, "window": 10**7}}
     loop = asyncio.get_running_loop()
     loop.set_debug(True)
-    loop.slow_callback_duration = 0.05
+    loop.slow_callback_duration = 0.2  # the reply takes ~0.5 s to write; a busy CI pauses ~0.06 s
     await asyncio.sleep(0)  # debug timing applies from the loop's next step
     with caplog.at_level(logging.WARNING, logger="asyncio"):
         reply = [event async for event in LocalProvider(token_delay=0).stream(messages)]

@@ -47,18 +47,33 @@ class AnthropicProvider(Provider):
         max_tokens: int | None = None,
     ) -> AsyncIterator[ProviderEvent]:
         extra: dict[str, Any] = {"system": system} if system else {}
-        stopped = False
         client = self._client()
+        input_tokens = output_tokens = 0
+        stop_reason: str | None = None
+        stopped = False
         try:
-            async with client.messages.stream(
+            # The raw event stream, not `messages.stream()`: that helper rebuilds a snapshot
+            # of the whole message and a second event for every delta, which costs a third
+            # of the SDK's time per event. Only text, usage and the stop reason are needed.
+            events = await client.messages.create(
                 model=self.model,
                 max_tokens=max_tokens or self.max_tokens,
                 messages=cast(Any, messages),
+                stream=True,
                 **extra,
-            ) as stream:
-                async for event in stream:
-                    if event.type == "text" and event.text:
-                        yield TextDelta(event.text)
+            )
+            async with events:
+                async for event in events:
+                    if event.type == "content_block_delta":
+                        if event.delta.type == "text_delta" and event.delta.text:
+                            yield TextDelta(event.delta.text)
+                    elif event.type == "message_start":
+                        input_tokens = event.message.usage.input_tokens
+                        output_tokens = event.message.usage.output_tokens
+                    elif event.type == "message_delta":
+                        output_tokens = event.usage.output_tokens
+                        input_tokens = event.usage.input_tokens or input_tokens
+                        stop_reason = event.delta.stop_reason or stop_reason
                     elif event.type == "message_stop":
                         stopped = True
                 if not stopped:
@@ -66,7 +81,6 @@ class AnthropicProvider(Provider):
                         "network connection lost: the stream ended before the reply did",
                         kind="network",
                     )
-                final = await stream.get_final_message()
         except anthropic.APIStatusError as error:
             raise _status_error(error, self.spec) from error
         except (anthropic.APITimeoutError, httpx2.TimeoutException) as error:
@@ -77,10 +91,7 @@ class AnthropicProvider(Provider):
             raise ProviderError(f"network connection lost ({error})", kind="network") from error
         except anthropic.AnthropicError as error:
             raise ProviderError(str(error) or type(error).__name__, kind="api") from error
-        yield StreamEnd(
-            Usage(final.usage.input_tokens, final.usage.output_tokens),
-            final.stop_reason or "end_turn",
-        )
+        yield StreamEnd(Usage(input_tokens, output_tokens), stop_reason or "end_turn")
 
     async def count_tokens(
         self, messages: list[dict[str, Any]], *, system: str | None = None
@@ -120,7 +131,10 @@ def shared_client(**options: Any) -> anthropic.AsyncAnthropic:
     clients = _clients.setdefault(loop, {})
     key = tuple(sorted((name, repr(value)) for name, value in options.items()))
     if key not in clients:
-        clients[key] = anthropic.AsyncAnthropic(**options)
+        # aiohttp reads a stream in about two thirds of httpx's time per event (bench/).
+        clients[key] = anthropic.AsyncAnthropic(
+            **options, http_client=anthropic.DefaultAioHttpClient()
+        )
     return clients[key]
 
 
