@@ -109,6 +109,7 @@ class AgentSession:
         provider: Provider | None = None,
         generation_id: str = "",
         on_delta: Callable[[str], None] | None = None,
+        on_stream_end: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.session = session
         self.provider = provider or get_provider(session.model)
@@ -116,6 +117,9 @@ class AgentSession:
         # Streamed text goes here, synchronously (no task per delta), when given; else it is a
         # message_update event for the listener.
         self.on_delta = on_delta
+        # Called when a reply's stream ends, before the reply is saved: text `on_delta` holds
+        # back for its next batch goes out without waiting for the save.
+        self.on_stream_end = on_stream_end
         self.generation_id = generation_id
         self.messages: list[dict[str, Any]] = []
         self.todo_reminder_counter = 0
@@ -145,23 +149,27 @@ class AgentSession:
     def is_generating_handoff(self) -> bool:
         return self._handoff_aborted is not None
 
-    async def load(self) -> None:
-        """Make the session's context the active message list.
+    async def load(self, *, before: Entry | None = None) -> None:
+        """Make the session's context the active message list: as of its leaf (`self.session`
+        as just read), or as before entry `before` (a prompt stored already).
 
         A long session's context costs a load of its whole branch; the last job of this
         process left it in CONTEXTS, good as long as the session's leaf has not moved since.
         """
-        leaf = await database_sync_to_async(store.leaf_of)(self.session)
+        leaf = before.parent_id if before is not None else self.session.leaf_id
         cached = CONTEXTS.pop(self.session_id, None)
-        if cached is not None and cached[0] == leaf and leaf is not None:
+        if leaf is None:
+            self.messages = []  # nothing written yet
+        elif cached is not None and cached[0] == leaf:
             self.messages = cached[1]
-            return
-        self.messages = await database_sync_to_async(store.session_context)(self.session)
+        else:
+            self.messages = await database_sync_to_async(store.session_context)(self.session, leaf)
 
-    async def keep_context(self) -> None:
-        """Leave the context for this session's next job in this process (see `load`)."""
-        leaf = await database_sync_to_async(store.leaf_of)(self.session)
-        CONTEXTS[self.session_id] = (leaf, self.messages)
+    def keep_context(self) -> None:
+        """Leave the context for this session's next job in this process (see `load`). Keyed by
+        the leaf this agent's own writes left: if anything else wrote since, the next load
+        sees another leaf and builds the context afresh."""
+        CONTEXTS[self.session_id] = (self.session.leaf_id, self.messages)
         while len(CONTEXTS) > MAX_CONTEXTS:
             CONTEXTS.pop(next(iter(CONTEXTS)))
 
@@ -173,13 +181,15 @@ class AgentSession:
         *,
         purpose: str = "",
         prepare: Callable[[], Awaitable[Prepared]] | None = None,
+        user: Entry | None = None,
     ) -> Entry | None:
         """Send a user message and stream the reply; returns the persisted reply.
 
         While a reply streams, the text is queued as a follow-up instead (and
         None is returned): prompts are never dropped and never run concurrently.
         `prepare`, run once the user message is in, may choose what the model is sent
-        instead of the whole context (a handoff that must fit the window).
+        instead of the whole context (a handoff that must fit the window). `user` is the
+        user message when the caller has stored it already (a job, with the turn it took).
         """
         if self.is_streaming:
             await self.follow_up(text)
@@ -189,12 +199,13 @@ class AgentSession:
         self.is_streaming, self._aborted, self._abort_reason = True, False, "cancelled"
         try:
             await self._emit("agent_start", purpose=purpose)
-            user = await database_sync_to_async(store.append_message)(
-                self.session,
-                Entry.Role.USER,
-                [{"type": "text", "text": text}],
-                data={"purpose": purpose} if purpose else None,
-            )
+            if user is None:
+                user = await database_sync_to_async(store.append_message)(
+                    self.session,
+                    Entry.Role.USER,
+                    [{"type": "text", "text": text}],
+                    data={"purpose": purpose} if purpose else None,
+                )
             add_to_context(self.messages, Entry.Role.USER, text)
             await self._emit("message_start", role=Entry.Role.USER, entry=user, purpose=purpose)
             await self._emit("message_end", role=Entry.Role.USER, entry=user, purpose=purpose)
@@ -227,6 +238,8 @@ class AgentSession:
         await self._emit("message_start", role=Entry.Role.ASSISTANT, purpose=purpose)
         messages = self.messages if prepared.messages is None else prepared.messages
         status, error, outer_cancelled = await self._stream(reply, messages, prepared.failure)
+        if self.on_stream_end is not None:
+            await asyncio.shield(self.on_stream_end())
         if status == Entry.Status.COMPLETE and not reply.text.strip():
             status, error = Entry.Status.FAILED, handoff.NO_TEXT
         fields: dict[str, Any] = {

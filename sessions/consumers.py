@@ -100,25 +100,29 @@ class SessionConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=partials.notice(reason, "error") + _give_back(text))
 
     async def submit(self, text: str) -> None:
-        names = await database_sync_to_async(store.template_names)(self.session.owner_id)
-        parsed = commands.parse(text, template_names=names)
+        parsed = commands.parse(text)
+        if isinstance(parsed, commands.UnknownCommand):  # perhaps one of the user's templates
+            names = await database_sync_to_async(store.template_names)(self.session.owner_id)
+            parsed = commands.parse(text, template_names=names)
         if isinstance(parsed, commands.UnknownCommand):
             await self.refuse(parsed.message, text)
         elif isinstance(parsed, commands.CommandCall) and parsed.name == "help":
             await self.send(text_data=partials.notice(commands.help_text()))
-        elif refusal := await database_sync_to_async(runtime.over_a_cap)(self.session, parsed):
-            await self.refuse(refusal, text)
         elif isinstance(parsed, commands.CommandCall) and parsed.name == "handoff":
-            refusal = await runtime.start_handoff(self.session, parsed.args)
-            if refusal:
+            if refusal := await database_sync_to_async(runtime.over_a_cap)(self.session, parsed):
+                await self.refuse(refusal, text)
+            elif refusal := await runtime.start_handoff(self.session, parsed.args):
                 await self.send(text_data=partials.notice(refusal, "warning"))
-        elif not await runtime.submit_prompt(self.session, text):
-            notice = partials.notice("Queued: it will be sent when the current reply ends.")
-            html = await database_sync_to_async(runtime.status_html)(self.session.pk)
-            await self.send(text_data=notice)
-            await self.channel_layer.group_send(
-                self.group, {"type": "session.update", "html": html}
-            )
+        else:
+            outcome = await runtime.submit_prompt(self.session, text)
+            if outcome.refusal:
+                await self.refuse(outcome.refusal, text)
+            elif outcome.queued_status:
+                notice = partials.notice("Queued: it will be sent when the current reply ends.")
+                await self.send(text_data=notice)
+                await self.channel_layer.group_send(
+                    self.group, {"type": "session.update", "html": outcome.queued_status}
+                )
 
     async def confirm_handoff(self, frame: Frame) -> None:
         result = await runtime.confirm_handoff(self.session, frame.entry or 0, frame.document)

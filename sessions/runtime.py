@@ -17,6 +17,7 @@ import uuid
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -218,6 +219,12 @@ def release(session_id: int, generation_id: str) -> None:
     )
 
 
+def release_and_status(session_id: int, generation_id: str) -> str:
+    """Release the claim (if the job still holds it), and the status line after."""
+    release(session_id, generation_id)
+    return status_html(session_id)
+
+
 def next_prompt_or_release(session_id: int, generation_id: str) -> str | None:
     """Pop the oldest queued prompt, or release the claim when none is left, atomically.
 
@@ -251,18 +258,47 @@ AUTO_HANDOFF = (
 
 def auto_handoff_due(session_id: int) -> bool:
     """Whether the oldest queued prompt would take the context past the owner's threshold."""
-    session = ChatSession.objects.select_related("owner__agentweb_preferences").get(pk=session_id)
-    prefs = getattr(session.owner, "agentweb_preferences", None)
-    if prefs is None or not prefs.auto_handoff_at:
+    threshold_percent, model, tokens = ChatSession.objects.values_list(
+        "owner__agentweb_preferences__auto_handoff_at", "model", "context_tokens"
+    ).get(pk=session_id)
+    if not threshold_percent:
         return False
     pending = PendingPrompt.objects.filter(session_id=session_id).order_by("id").first()
     if pending is None:
         return False
-    projected = session.context_tokens + estimate_tokens(pending.text)
-    threshold = catalog.spec(session.model).window * prefs.auto_handoff_at / 100
+    projected = tokens + estimate_tokens(pending.text)
+    threshold = catalog.spec(model).window * threshold_percent / 100
     if projected < threshold:
         return False
     return Entry.objects.filter(session_id=session_id, kind=Entry.Kind.MESSAGE).count() >= 2
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What a job does next, as one database call decided it."""
+
+    text: str = ""  # the prompt to send, its template expanded; empty: nothing is left
+    user: Entry | None = None  # the prompt, already stored as the session's user message
+    handoff: bool = False  # the automatic handoff comes first
+    status: str = ""  # the status line as the prompt begins
+
+
+def next_turn(session: ChatSession, generation_id: str, *, auto_handoff: bool) -> Turn:
+    """The automatic handoff when it is due; else the oldest queued prompt, stored as the
+    session's next user message (or the claim released when none is left).
+
+    One call, so that under load a prompt waits behind as few others as possible on the one
+    database thread before its request goes out.
+    """
+    if auto_handoff and auto_handoff_due(session.pk):
+        return Turn(handoff=True)
+    text = next_prompt_or_release(session.pk, generation_id)
+    if not text:
+        return Turn(status=status_html(session.pk))  # released: the status as the job ends
+    text = store.expand_prompt_template(session, text)
+    user = store.append_message(session, Entry.Role.USER, [{"type": "text", "text": text}])
+    fresh = ChatSession.objects.get(pk=session.pk)
+    return Turn(text, user, status=partials.status(fresh, **status_state(fresh)))
 
 
 def set_kind(session_id: int, generation_id: str, kind: str) -> None:
@@ -338,8 +374,11 @@ def message_count(session_id: int) -> int:
 class Job:
     """One generation run: a handoff and/or the queued prompts, in one process."""
 
-    def __init__(self, session: ChatSession, generation_id: str, channel: str) -> None:
+    def __init__(
+        self, session: ChatSession, generation_id: str, channel: str, *, turn: Turn | None = None
+    ) -> None:
         self.generation_id = generation_id
+        self.turn = turn  # the first turn, when the claim took it already
         self.channel = channel
         self.layer = get_channel_layer()
         self.seq = 0
@@ -352,10 +391,16 @@ class Job:
         self.sent_text = ""  # the streaming reply's text as sent so far (what snapshots show)
         self.flush_task: asyncio.Task[None] | None = None
         self.lost = ""  # why the claim was lost, if it was
+        self.status_ahead = ""  # the status line for the next prompt's start, already rendered
+        self.closing_status = ""  # the status line after the claim's release, when a turn did it
         # One message at a time, in sequence order, even when tasks publish concurrently.
         self.publishing = asyncio.Lock()
         self.agent = AgentSession(
-            session, listener=self.on_event, generation_id=generation_id, on_delta=self.on_delta
+            session,
+            listener=self.on_event,
+            generation_id=generation_id,
+            on_delta=self.on_delta,
+            on_stream_end=self.flush,
         )
 
     @property
@@ -366,24 +411,29 @@ class Job:
         listener = asyncio.create_task(self.listen())
         heartbeat = asyncio.create_task(self.heartbeat())
         try:
-            await self.agent.load()
+            # A turn taken with the claim stored its prompt already: the context is as before it.
+            await self.agent.load(before=self.turn.user if self.turn else None)
             if handoff_focus is not None and await self.run_handoff(handoff_focus) == "review":
                 return  # prompts queued meanwhile wait for the reviewed switch (or its discard)
             declined = False  # an automatic handoff was cancelled or failed: send the prompt here
             while not self.lost:
-                if not declined and await database_sync_to_async(auto_handoff_due)(self.session_id):
+                turn, self.turn = self.turn, None
+                if turn is None:
+                    turn = await database_sync_to_async(next_turn)(
+                        self.agent.session, self.generation_id, auto_handoff=not declined
+                    )
+                if turn.handoff:
                     outcome = await self.run_auto_handoff()
                     if outcome == "review":  # the prompt waits for the reviewed switch
                         break
                     declined = outcome != "switched"
                     continue
-                text = await database_sync_to_async(next_prompt_or_release)(
-                    self.session_id, self.generation_id
-                )
-                if not text:
+                if not turn.text:
+                    self.closing_status = turn.status
                     break
                 declined = False
-                await self.agent.prompt(text)
+                self.status_ahead = turn.status
+                await self.agent.prompt(turn.text, expand_prompt_templates=False, user=turn.user)
         except Exception:
             log.exception("generation %s failed", self.generation_id)
         finally:
@@ -393,9 +443,13 @@ class Job:
 
     async def finish(self) -> None:
         if not self.lost:
-            await self.agent.keep_context()
-        await database_sync_to_async(release)(self.session_id, self.generation_id)
-        await self.publish_status()
+            self.agent.keep_context()
+        closing = self.closing_status  # released by the last turn
+        if not closing:
+            closing = await database_sync_to_async(release_and_status)(
+                self.session_id, self.generation_id
+            )
+        await self.publish_status(closing)
 
     async def run_handoff(self, focus: str) -> str:
         """Run /handoff and tell the tabs; returns switched, review, cancelled or failed."""
@@ -476,7 +530,8 @@ class Job:
 
     async def on_event(self, event: AgentEvent) -> None:
         if event.type == "agent_start":
-            await self.publish_status()
+            html, self.status_ahead = self.status_ahead, ""
+            await self.publish_status(html)
         elif event.type == "message_start" and event.role == Entry.Role.ASSISTANT:
             async with self.publishing:
                 self.sent_text = ""
@@ -493,9 +548,8 @@ class Job:
                 html = partials.live(None) + html
             else:
                 html += partials.title(self.agent.session)
-            await self.publish(html, entry_id=event.entry.pk)
-            if event.role == Entry.Role.ASSISTANT:
-                await self.publish_status()
+            await self.publish(html, entry_id=event.entry.pk)  # the status follows with the
+            # next turn or the job's end, a moment later
 
     def on_delta(self, text: str) -> None:
         """Streamed text, gathered into one delta per batch interval; a reply's first delta
@@ -522,8 +576,9 @@ class Job:
                 self.sent_text += text
                 await self._send(partials.delta(text))
 
-    async def publish_status(self) -> None:
-        self.status = await database_sync_to_async(status_html)(self.session_id)
+    async def publish_status(self, html: str = "") -> None:
+        """The status line, as given or as read now."""
+        self.status = html or await database_sync_to_async(status_html)(self.session_id)
         await self.publish(self.status)
 
     async def notify(self, html: str, *, group_of: int | None = None) -> None:
@@ -552,19 +607,25 @@ class Job:
 # --- entry points for consumers ----------------------------------------------
 async def start(session: ChatSession, kind: str, handoff_focus: str | None = None) -> bool:
     """Claim the session and run a job in this process; False if one already runs."""
-    layer = get_channel_layer()
-    generation_id = uuid.uuid4().hex
-    # The layer's default prefix: channels-redis demultiplexes all of a process's
-    # channels from one list; a channel of another prefix would starve the consumers.
-    channel = await layer.new_channel()
+    generation_id, channel = await _new_generation()
     if not await database_sync_to_async(claim)(session.pk, generation_id, kind, channel):
         return False
     session = await database_sync_to_async(ChatSession.objects.get)(pk=session.pk)
-    job = Job(session, generation_id, channel)
-    task = asyncio.create_task(job.run(handoff_focus))
-    _jobs[generation_id] = task
-    task.add_done_callback(lambda _: _jobs.pop(generation_id, None))
+    _launch(Job(session, generation_id, channel), handoff_focus)
     return True
+
+
+async def _new_generation() -> tuple[str, str]:
+    """A generation's id and the job's own channel. The channel has the layer's default
+    prefix: channels-redis demultiplexes all of a process's channels from one list, and a
+    channel of another prefix would starve the consumers."""
+    return uuid.uuid4().hex, await get_channel_layer().new_channel()
+
+
+def _launch(job: Job, handoff_focus: str | None = None) -> None:
+    task = asyncio.create_task(job.run(handoff_focus))
+    _jobs[job.generation_id] = task
+    task.add_done_callback(lambda _: _jobs.pop(job.generation_id, None))
 
 
 async def start_if_queued(session: ChatSession) -> None:
@@ -574,10 +635,42 @@ async def start_if_queued(session: ChatSession) -> None:
         await start(session, "prompt")
 
 
-async def submit_prompt(session: ChatSession, text: str) -> bool:
-    """Queue the prompt and start a generation; False when it waits behind a running one."""
-    await database_sync_to_async(PendingPrompt.objects.create)(session=session, text=text)
-    return await start(session, "prompt")
+@dataclass(frozen=True)
+class Submitted:
+    """What became of a prompt: refused, sent, or queued behind the reply that is running."""
+
+    refusal: str = ""  # why it was not taken (a cap)
+    queued_status: str = ""  # the status line to show, when it waits behind a running reply
+
+
+def queue_prompt(
+    session: ChatSession, text: str, generation_id: str, channel: str
+) -> tuple[Submitted, tuple[ChatSession, Turn] | None]:
+    """A prompt in one database call: refused over a cap, else queued; and when no generation
+    runs, the session claimed and the job's first turn taken, ready to send.
+
+    Under load, every call on the one database thread waits behind the calls of every other
+    prompt, so a prompt's request goes out after this one call.
+    """
+    refusal = over_a_cap(session, commands.Prompt(text))
+    if refusal:
+        return Submitted(refusal=refusal), None
+    PendingPrompt.objects.create(session_id=session.pk, text=text)
+    if not claim(session.pk, generation_id, "prompt", channel):
+        return Submitted(queued_status=status_html(session.pk)), None
+    claimed = ChatSession.objects.get(pk=session.pk)
+    return Submitted(), (claimed, next_turn(claimed, generation_id, auto_handoff=True))
+
+
+async def submit_prompt(session: ChatSession, text: str) -> Submitted:
+    """Queue the prompt, and start a generation unless one runs (the prompt then waits)."""
+    generation_id, channel = await _new_generation()
+    submitted, claimed = await database_sync_to_async(queue_prompt)(
+        session, text, generation_id, channel
+    )
+    if claimed is not None:
+        _launch(Job(claimed[0], generation_id, channel, turn=claimed[1]))
+    return submitted
 
 
 async def start_handoff(session: ChatSession, focus: str) -> str | None:

@@ -209,8 +209,11 @@ def _append(session: ChatSession, **fields: Any) -> Entry:
     return entry
 
 
-def session_context(session: ChatSession) -> list[LLMMessage]:
-    return build_context(get_branch(session))
+def session_context(session: ChatSession, upto: int | None = None) -> list[LLMMessage]:
+    """The context of the session's branch, or of the branch ending at entry `upto`."""
+    if upto is None:
+        return build_context(get_branch(session))
+    return build_context(branch_ending_at(upto, Entry.objects.filter(session_id=session.pk)))
 
 
 def count_messages(entries: Sequence[Entry]) -> int:
