@@ -6,6 +6,8 @@ no error. Reported, per N: tokens lost, errors, gaps between deltas (p50 / p95 /
 the first delta's latency, and the server's memory (RSS: idle, with N sockets, after).
 
     .venv/bin/python bench/load.py --sessions 10,50,100,200 --tokens 200 --rate 40
+    .venv/bin/python bench/load.py --sessions 200 --layer redis
+    .venv/bin/python bench/load.py --sessions 200 --spread 5   # prompts over 5 s, not at once
 
 `make load` runs that; CI runs tests/test_load.py (a small N, the same code).
 """
@@ -94,29 +96,34 @@ def rss_kb(pid: int) -> int:
 
 
 async def run(
-    server: Any, cookie: str, session_ids: list[int], tokens: int, timeout: float
+    server: Any, cookie: str, session_ids: list[int], timeout: float, spread: float = 0.0
 ) -> tuple[list[Tab], int]:
-    """Open a tab per session, send a prompt in each at once, read every frame to the end."""
+    """Open a tab per session; once every tab has its page state (the status line of its first
+    sync), send a prompt in each: all at once, or at even intervals over `spread` seconds.
+    Read every frame to the reply's end."""
     from websockets.asyncio.client import connect
 
     tabs = [Tab() for _ in session_ids]
     ready = asyncio.Event()
-    connected = 0
+    synced = 0
     rss_connected = 0
 
-    async def one(tab: Tab, session_id: int) -> None:
-        nonlocal connected, rss_connected
+    async def one(index: int, tab: Tab, session_id: int) -> None:
+        nonlocal synced, rss_connected
         url = server.ws_url(f"/ws/sessions/{session_id}/")
         try:
             async with connect(
                 url, additional_headers={"Cookie": f"sessionid={cookie}"}, origin=server.url,
                 max_size=None, open_timeout=60,
             ) as ws:  # fmt: skip
-                connected += 1
-                if connected == len(tabs):
+                while 'id="status"' not in str(await asyncio.wait_for(ws.recv(), timeout)):
+                    pass
+                synced += 1
+                if synced == len(tabs):
                     rss_connected = rss_kb(server.process.pid)
                     ready.set()
                 await ready.wait()
+                await asyncio.sleep(spread * index / len(tabs))
                 tab.sent_at = time.monotonic()
                 await ws.send(json.dumps({"message": f"stream please {session_id}"}))
                 while True:
@@ -131,7 +138,9 @@ async def run(
             tab.error = f"{type(error).__name__}: {error}"
             ready.set()
 
-    await asyncio.gather(*(one(tab, sid) for tab, sid in zip(tabs, session_ids, strict=True)))
+    await asyncio.gather(
+        *(one(i, tab, sid) for i, (tab, sid) in enumerate(zip(tabs, session_ids, strict=True)))
+    )
     return tabs, rss_connected
 
 
@@ -149,8 +158,9 @@ def prepare(sessions: int) -> tuple[str, list[int]]:
     return client.cookies["sessionid"].value, ids
 
 
-def server_env(fake_url: str, sessions: int) -> dict[str, str]:
+def server_env(fake_url: str, sessions: int, redis_url: str = "") -> dict[str, str]:
     return {
+        **({"REDIS_URL": redis_url} if redis_url else {}),
         "AGENTWEB_MODEL": "claude-load",
         "ANTHROPIC_API_KEY": "load-key",
         "ANTHROPIC_BASE_URL": fake_url,
@@ -160,7 +170,9 @@ def server_env(fake_url: str, sessions: int) -> dict[str, str]:
     }
 
 
-async def measure(server: Any, fake: Any, sessions: int, tokens: int, rate: float) -> Report:
+async def measure(
+    server: Any, fake: Any, sessions: int, tokens: int, rate: float, spread: float = 0.0
+) -> Report:
     from channels.db import database_sync_to_async
 
     from tests.fake_anthropic import Reply
@@ -168,7 +180,7 @@ async def measure(server: Any, fake: Any, sessions: int, tokens: int, rate: floa
     fake.responder = lambda body: Reply.slow(tokens=tokens, delay=1 / rate)
     cookie, ids = await database_sync_to_async(prepare)(sessions)
     idle = rss_kb(server.process.pid)
-    tabs, connected = await run(server, cookie, ids, tokens, timeout=60 + tokens / rate)
+    tabs, connected = await run(server, cookie, ids, timeout=60 + tokens / rate, spread=spread)
     return Report(sessions, tokens, rate, tabs, idle, connected, rss_kb(server.process.pid))
 
 
@@ -179,24 +191,39 @@ def main() -> None:
     parser.add_argument("--sessions", default="10,50,100,200")
     parser.add_argument("--tokens", type=int, default=200)
     parser.add_argument("--rate", type=float, default=40.0)
+    parser.add_argument(
+        "--spread", type=float, default=0.0,
+        help="send the prompts at even intervals over this many seconds (0: all at once)",
+    )  # fmt: skip
+    parser.add_argument("--layer", choices=["memory", "redis"], default="memory")
     args = parser.parse_args()
     harness.setup()
     from django.core.management import call_command
 
-    from tests.servers import Daphne
+    from tests.servers import Daphne, RedisServer
 
     call_command("migrate", verbosity=0)
     fake = harness.fake_api()
-    print(f"{args.tokens} tokens at {args.rate:g}/s per session, one daphne process, SQLite:")
-    for n in (int(value) for value in args.sessions.split(",")):
-        server = Daphne(f"daphne-load-{n}", **server_env(fake.url, n))
-        try:
-            report = asyncio.run(measure(server, fake, n, args.tokens, args.rate))
-        finally:
-            server.stop()
-        print(" ", report.line())
-        for error in report.errors[:3]:
-            print("    error:", error)
+    redis = RedisServer() if args.layer == "redis" else None
+    arrivals = f"over {args.spread:g} s" if args.spread else "all at once"
+    print(
+        f"{args.tokens} tokens at {args.rate:g}/s per session, prompts sent {arrivals}, "
+        f"one daphne process, SQLite, {'Redis' if redis else 'in-memory'} channel layer:"
+    )
+    try:
+        for n in (int(value) for value in args.sessions.split(",")):
+            env = server_env(fake.url, n, redis.url if redis else "")
+            server = Daphne(f"daphne-load-{n}", **env)
+            try:
+                report = asyncio.run(measure(server, fake, n, args.tokens, args.rate, args.spread))
+            finally:
+                server.stop()
+            print(" ", report.line())
+            for error in report.errors[:3]:
+                print("    error:", error)
+    finally:
+        if redis is not None:
+            redis.stop()
 
 
 if __name__ == "__main__":
