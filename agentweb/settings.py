@@ -130,8 +130,17 @@ if REDIS_URL := env_str("REDIS_URL"):
             "CONFIG": {
                 # redis-py 8 reads with a 5 s socket timeout, the same as channels-redis's
                 # BRPOP wait: a longer timeout keeps idle receives from failing.
-                "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
-                "capacity": 1000,
+                # redis-py 8's pool refuses (not waits for) a connection past its limit, 100 by
+                # default: 200 tabs connecting at once exceeded it.
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        "socket_timeout": 30,
+                        "max_connections": env_int("AGENTWEB_REDIS_MAX_CONNECTIONS", 1000),
+                    }
+                ],
+                # channels-redis counts capacity per process (its channels share one list).
+                "capacity": env_int("AGENTWEB_CHANNEL_CAPACITY", 10_000),
                 "expiry": 60,
             },
         }
@@ -253,6 +262,12 @@ AGENTWEB_FRAME_BURST = env_int("AGENTWEB_FRAME_BURST", 20)
 AGENTWEB_MAX_FRAME_BYTES = env_int("AGENTWEB_MAX_FRAME_BYTES", 1_048_576)
 # Streamed text goes to the page in batches at most this far apart (fewer, larger frames).
 AGENTWEB_DELTA_BATCH_SECONDS = env_float("AGENTWEB_DELTA_BATCH_SECONDS", 0.03)
+# At most this many batches a second leave one process, all its generations together: with many
+# at once, each batches longer. channels-redis relays a few thousand messages a second per
+# process (one receive loop); past that, messages queue until channels overflow.
+AGENTWEB_RELAY_MESSAGES_PER_SECOND = env_float(
+    "AGENTWEB_RELAY_MESSAGES_PER_SECOND", 1500.0 if REDIS_URL else 10_000.0
+)
 # A streaming reply is saved this often (seconds, or characters), so a crash keeps it.
 AGENTWEB_PARTIAL_SAVE_SECONDS = env_float("AGENTWEB_PARTIAL_SAVE_SECONDS", 2.0)
 AGENTWEB_PARTIAL_SAVE_CHARS = env_int("AGENTWEB_PARTIAL_SAVE_CHARS", 4_000)

@@ -561,7 +561,7 @@ class Job:
 
     async def flush_soon(self, wait: bool = True) -> None:
         if wait:
-            await asyncio.sleep(settings.AGENTWEB_DELTA_BATCH_SECONDS)
+            await asyncio.sleep(batch_seconds())
         self.flush_task = None
         await self.flush()
 
@@ -602,6 +602,13 @@ class Job:
                 "html": html,
             },
         )
+
+
+def batch_seconds() -> float:
+    """How long streamed text waits to go out with more: the batch interval, or longer when so
+    many generations run in this process that their batches would pass the relay's rate."""
+    sharing = len(_jobs) / settings.AGENTWEB_RELAY_MESSAGES_PER_SECOND
+    return max(settings.AGENTWEB_DELTA_BATCH_SECONDS, sharing)
 
 
 # --- entry points for consumers ----------------------------------------------
