@@ -29,12 +29,17 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy sessions agentweb
 
-bench: install
-	$(BIN)/python bench/stream_overhead.py
-	$(BIN)/python bench/coverage.py
-	$(BIN)/python bench/cancel_latency.py
+bench: install  # every figure of docs/PERFORMANCE.md, each beside its target (about 8 minutes)
+	$(BIN)/python bench/stream_overhead.py --tokens 1000 --runs 7
+	$(BIN)/python bench/relay_browser.py --tokens 20000 --runs 3
+	$(BIN)/python bench/cancel_latency.py --runs 20
+	$(BIN)/python bench/sizes.py --runs 5
+	$(BIN)/python bench/page_browser.py --sizes 1000,10000 --runs 3
 	$(BIN)/python bench/long_session.py
-	$(BIN)/python bench/sizes.py
+	$(BIN)/python bench/coverage.py
+	$(BIN)/python bench/load.py --sessions 10,50,100,200 --tokens 200 --rate 40
+	$(BIN)/python bench/load.py --sessions 200 --tokens 200 --rate 40 --spread 5
+	$(BIN)/python bench/load.py --sessions 50,200 --tokens 200 --rate 40 --layer redis
 
 fuzz: install  # the fuzz tests with 5,000 examples each (CI runs 150)
 	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest tests/test_fuzz.py -q

@@ -224,6 +224,10 @@ def main() -> None:
     finally:
         if redis is not None:
             redis.stop()
+    print(
+        "  targets: nothing lost, no error; gap p95 < the batch interval + 100 ms (130 ms); "
+        "first delta p95 < 1 s; < 100 KB a socket; < 400 MB with 200 streaming"
+    )
 
 
 if __name__ == "__main__":

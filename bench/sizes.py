@@ -74,6 +74,10 @@ def main() -> None:
     print(f"{args.runs} runs each, medians (SQLite):")
     for size in (int(value) for value in args.sizes.split(",")):
         print(f"  {size:6,} entries: {measure(client, long_session(user, size), args.runs)}")
+    print(
+        "  targets: page and side by side < 300 ms at 10,000 entries, the same query count at "
+        "every size; switch < 100 ms at 10,000, growing no faster than linearly"
+    )
 
 
 def measure(client: Client, session: ChatSession, runs: int) -> str:

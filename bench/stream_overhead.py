@@ -4,6 +4,7 @@ Streams the same reply (N text deltas, no delay) from the local fake Anthropic
 server three ways, in one run, and prints medians and ratios:
 
   sdk       the raw SDK: `AsyncAnthropic().messages.stream()` text events
+  sdk-raw   the cheapest SDK read: `messages.create(stream=True)` over aiohttp (agentweb's)
   provider  agentweb's AnthropicProvider (error mapping, usage)
   browser   the whole path: prompt over a WebSocket → job → provider →
             channel layer → consumer → frames received by the tab, and
@@ -53,6 +54,28 @@ async def via_sdk(fake: FakeAnthropic, tokens: int) -> int:
                 if not count:
                     FIRST.setdefault("sdk", []).append(time.perf_counter() - started)
                 count += 1
+    return count
+
+
+_raw_clients: dict[str, anthropic.AsyncAnthropic] = {}
+
+
+async def via_sdk_raw(fake: FakeAnthropic, tokens: int) -> int:
+    """The cheapest read the SDK offers, as agentweb reads: the raw event stream over aiohttp."""
+    if fake.url not in _raw_clients:
+        _raw_clients[fake.url] = anthropic.AsyncAnthropic(
+            api_key="k",
+            base_url=fake.url,
+            max_retries=0,
+            http_client=anthropic.DefaultAioHttpClient(),
+        )
+    events = await _raw_clients[fake.url].messages.create(
+        model=MODEL, max_tokens=10, messages=MESSAGES, stream=True
+    )
+    count = 0
+    async with events:
+        async for event in events:
+            count += event.type == "content_block_delta"
     return count
 
 
@@ -107,6 +130,10 @@ async def main() -> None:
         reply()
         await via_sdk(fake, args.tokens)
 
+    async def sdk_raw() -> None:
+        reply()
+        await via_sdk_raw(fake, args.tokens)
+
     async def provider() -> None:
         reply()
         await via_provider(fake, args.tokens)
@@ -119,16 +146,24 @@ async def main() -> None:
     results = {}
     # Interleave the three so machine noise hits them alike.
     for _ in range(args.runs):
-        for name, run in (("sdk", sdk), ("provider", provider), ("browser", browser)):
+        for name, run in (
+            ("sdk", sdk),
+            ("sdk-raw", sdk_raw),
+            ("provider", provider),
+            ("browser", browser),
+        ):
             results.setdefault(name, []).extend(await measure(name, run, 1))
     fake.stop()
+    for client in _raw_clients.values():
+        await client.close()
     base = statistics.median(results["sdk"])
+    raw = statistics.median(results["sdk-raw"])
     print(f"{args.tokens} deltas, {args.runs} runs each, medians:")
     for name, times in results.items():
         median = statistics.median(times)
         print(
             f"  {name:9} {median * 1000:8.1f} ms  {args.tokens / median:9.0f} deltas/s"
-            f"  x{median / base:5.2f} of raw SDK"
+            f"  x{median / base:5.2f} of raw SDK  x{median / raw:5.2f} of sdk-raw"
         )
     overhead = statistics.median(FIRST["browser"]) - statistics.median(FIRST["sdk"])
     print(

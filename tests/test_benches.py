@@ -1,0 +1,81 @@
+"""The benchmarks still run: each at its smallest, as `make bench` runs it at full size.
+
+Their figures are not judged here (docs/PERFORMANCE.md holds them); what is checked is that
+each runs to its end and prints its figures, so a change cannot leave `make bench` broken.
+bench/load.py's smoke is tests/test_load.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .browser.conftest import _browser_missing
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def bench(*args: str) -> str:
+    """Run a benchmark script in a process of its own; its output."""
+    done = subprocess.run(
+        [sys.executable, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "agentweb.settings"},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def needs_chromium() -> None:
+    if reason := _browser_missing():
+        if os.environ.get("AGENTWEB_REQUIRE_BROWSER") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+
+
+def test_the_relay_bench_compares_the_websocket_path_with_the_raw_sdk():
+    out = bench("bench/stream_overhead.py", "--tokens", "50", "--runs", "1")
+    assert "50 deltas, 1 runs each, medians:" in out
+    assert "of raw SDK" in out and "time to the first token" in out
+
+
+def test_the_browser_relay_bench_shows_every_token_in_chromium():
+    needs_chromium()
+    out = bench("bench/relay_browser.py", "--tokens", "300", "--runs", "1")
+    assert "300 one-token deltas, 1 interleaved runs, medians:" in out
+    assert "browser" in out and "of sdk-raw" in out
+
+
+def test_the_cancel_bench_times_both_cancels_in_and_across_processes():
+    out = bench("bench/cancel_latency.py", "--runs", "1")
+    assert "1 runs each" in out
+    assert out.count("median") >= 5
+
+
+def test_the_sizes_bench_reports_pages_switch_and_queries():
+    out = bench("bench/sizes.py", "--sizes", "10", "--runs", "1")
+    assert "10 entries: page" in out and "queries" in out and "switch" in out
+
+
+def test_the_page_bench_loads_both_pages_in_chromium():
+    needs_chromium()
+    out = bench("bench/page_browser.py", "--sizes", "10", "--runs", "1")
+    assert "10 entries  session page: load" in out
+    assert "10 entries  side by side: load" in out
+
+
+def test_the_coverage_bench_times_the_report():
+    out = bench("bench/coverage.py", "--entries", "200", "--runs", "1")
+    assert "200 entries" in out and "of scan" in out
+
+
+def test_the_long_session_bench_prints_each_figure_beside_its_target():
+    out = bench("bench/long_session.py", "--runs", "1")
+    assert out.count("target ≤") == 5
