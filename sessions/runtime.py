@@ -256,17 +256,20 @@ AUTO_HANDOFF = (
 )
 
 
-def auto_handoff_due(session_id: int) -> bool:
-    """Whether the oldest queued prompt would take the context past the owner's threshold."""
+def auto_handoff_due(session_id: int, text: str | None = None) -> bool:
+    """Whether the oldest queued prompt (or `text`) would take the context past the owner's
+    threshold."""
     threshold_percent, model, tokens = ChatSession.objects.values_list(
         "owner__agentweb_preferences__auto_handoff_at", "model", "context_tokens"
     ).get(pk=session_id)
     if not threshold_percent:
         return False
-    pending = PendingPrompt.objects.filter(session_id=session_id).order_by("id").first()
-    if pending is None:
-        return False
-    projected = tokens + estimate_tokens(pending.text)
+    if text is None:
+        pending = PendingPrompt.objects.filter(session_id=session_id).order_by("id").first()
+        if pending is None:
+            return False
+        text = pending.text
+    projected = tokens + estimate_tokens(text)
     threshold = catalog.spec(model).window * threshold_percent / 100
     if projected < threshold:
         return False
@@ -295,10 +298,28 @@ def next_turn(session: ChatSession, generation_id: str, *, auto_handoff: bool) -
     text = next_prompt_or_release(session.pk, generation_id)
     if not text:
         return Turn(status=status_html(session.pk))  # released: the status as the job ends
+    return _begin(session, text, ChatSession.objects.get(pk=session.pk))
+
+
+def first_turn(session: ChatSession, text: str, generation_id: str) -> Turn:
+    """The turn of a prompt that found its session idle and claimed it (`session` as read after
+    the claim): sent at once, without passing through the queue, unless prompts queued before
+    it go first or the automatic handoff is due (the prompt then waits in the queue)."""
+    if PendingPrompt.objects.filter(session_id=session.pk).exists() or auto_handoff_due(
+        session.pk, text
+    ):
+        PendingPrompt.objects.create(session_id=session.pk, text=text)
+        return next_turn(session, generation_id, auto_handoff=True)
+    return _begin(session, text, session)
+
+
+def _begin(session: ChatSession, text: str, shown: ChatSession) -> Turn:
+    """The prompt stored as the session's next user message; the status line as it starts
+    (of `shown`, the session with its generation's fields as they are now)."""
     text = store.expand_prompt_template(session, text)
     user = store.append_message(session, Entry.Role.USER, [{"type": "text", "text": text}])
-    fresh = ChatSession.objects.get(pk=session.pk)
-    return Turn(text, user, status=partials.status(fresh, **status_state(fresh)))
+    shown.context_tokens = session.context_tokens
+    return Turn(text, user, status=partials.status(shown, **status_state(shown)))
 
 
 def set_kind(session_id: int, generation_id: str, kind: str) -> None:
@@ -662,11 +683,16 @@ def queue_prompt(
     refusal = over_a_cap(session, commands.Prompt(text))
     if refusal:
         return Submitted(refusal=refusal), None
+    if claim(session.pk, generation_id, "prompt", channel):
+        claimed = ChatSession.objects.get(pk=session.pk)
+        return Submitted(), (claimed, first_turn(claimed, text, generation_id))
     PendingPrompt.objects.create(session_id=session.pk, text=text)
-    if not claim(session.pk, generation_id, "prompt", channel):
-        return Submitted(queued_status=status_html(session.pk)), None
-    claimed = ChatSession.objects.get(pk=session.pk)
-    return Submitted(), (claimed, next_turn(claimed, generation_id, auto_handoff=True))
+    # Queued before the running job's last look at the queue, or after its release: then the
+    # claim is free now. Either way the prompt is sent (B10: never stranded).
+    if claim(session.pk, generation_id, "prompt", channel):
+        claimed = ChatSession.objects.get(pk=session.pk)
+        return Submitted(), (claimed, next_turn(claimed, generation_id, auto_handoff=True))
+    return Submitted(queued_status=status_html(session.pk)), None
 
 
 async def submit_prompt(session: ChatSession, text: str) -> Submitted:
