@@ -11,9 +11,11 @@ from typing import Any
 from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils.html import escape, format_html
+from django.utils.safestring import mark_safe
 
 from .models import ChatSession, Entry
 from .providers import catalog
+from .rendering import Blocks, render_markdown
 
 PAGE = "sessions/session.html"
 
@@ -29,15 +31,32 @@ def title(session: ChatSession) -> str:
 
 
 def live(text: str | None, purpose: str = "", stage: str = "") -> str:
-    """The streaming reply so far (None: nothing streams)."""
+    """The streaming reply so far (None: nothing streams): its finished markdown blocks
+    rendered, its open block as plain text."""
+    blocks = Blocks(text or "")
     return render_to_string(
         f"{PAGE}#live",
-        {"live_text": text, "live_purpose": purpose, "live_stage": stage, "oob": True},
+        {
+            "live_blocks": mark_safe(render_markdown(blocks.finished)) if blocks.closed else "",
+            "live_text": None if text is None else blocks.tail,
+            "live_purpose": purpose,
+            "live_stage": stage,
+            "oob": True,
+        },
     )
 
 
 def delta(text: str) -> str:
+    """More of the open block, as plain text."""
     return f'<div id="live-text" hx-swap-oob="beforeend">{escape(text)}</div>'
+
+
+def blocks_closed(markdown: str, tail: str) -> str:
+    """Blocks that just ended, rendered, after the others; the open block's text so far."""
+    return (
+        f'<div id="live-blocks" hx-swap-oob="beforeend">{render_markdown(markdown)}</div>'
+        f'<div id="live-text" hx-swap-oob="innerHTML">{escape(tail)}</div>'
+    )
 
 
 def status(session: ChatSession, **state: Any) -> str:

@@ -41,6 +41,7 @@ from .context import estimate_tokens
 from .handoff import NothingToHandOff
 from .models import ChatSession, Entry, PendingPrompt
 from .providers import catalog
+from .rendering import Blocks
 
 log = logging.getLogger(__name__)
 
@@ -409,7 +410,7 @@ class Job:
         self.status = ""
         self.notice = ""  # the last notice, so a tab that resyncs still sees it
         self.pending_text = ""  # streamed text not yet sent: deltas go out in batches
-        self.sent_text = ""  # the streaming reply's text as sent so far (what snapshots show)
+        self.sent = Blocks()  # the streaming reply as sent so far (what snapshots show)
         self.flush_task: asyncio.Task[None] | None = None
         self.lost = ""  # why the claim was lost, if it was
         self.status_ahead = ""  # the status line for the next prompt's start, already rendered
@@ -537,7 +538,7 @@ class Job:
     def snapshot(self) -> dict[str, Any]:
         """Everything a tab needs to catch up to event `seq`: the text sent so far, not the batch
         still pending (it follows as the next delta). Called holding `publishing`."""
-        text = self.sent_text if self.agent.is_replying else None
+        text = self.sent.text if self.agent.is_replying else None
         return {
             "type": "generation.snapshot",
             "gen": self.generation_id,
@@ -555,7 +556,7 @@ class Job:
             await self.publish_status(html)
         elif event.type == "message_start" and event.role == Entry.Role.ASSISTANT:
             async with self.publishing:
-                self.sent_text = ""
+                self.sent = Blocks()
                 await self._send(partials.live("", event.purpose, event.stage))
         elif event.type == "message_end" and event.entry is None:  # a call that left nothing
             await self.flush()
@@ -575,7 +576,7 @@ class Job:
     def on_delta(self, text: str) -> None:
         """Streamed text, gathered into one delta per batch interval; a reply's first delta
         goes at once (the time to the first token is what a person waits for)."""
-        first = not self.sent_text and not self.pending_text
+        first = not self.sent.text and not self.pending_text
         self.pending_text += text
         if self.flush_task is None:
             self.flush_task = asyncio.create_task(self.flush_soon(wait=not first))
@@ -594,8 +595,11 @@ class Job:
         async with self.publishing:  # taken and sent as one step: a snapshot sees neither half
             if self.pending_text:
                 text, self.pending_text = self.pending_text, ""
-                self.sent_text += text
-                await self._send(partials.delta(text))
+                finished = self.sent.add(text)  # markdown blocks this text ended
+                if finished:
+                    await self._send(partials.blocks_closed(finished, self.sent.tail))
+                else:
+                    await self._send(partials.delta(text))
 
     async def publish_status(self, html: str = "") -> None:
         """The status line, as given or as read now."""
