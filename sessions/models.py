@@ -16,6 +16,7 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.functional import cached_property
 
 
 class ChatSession(models.Model):
@@ -82,6 +83,14 @@ class ChatSession(models.Model):
     @property
     def chain_id(self) -> int:
         return self.chain_root_id or self.pk
+
+    @cached_property
+    def part(self) -> int:
+        """Which session of its chain of handoffs this is: 1 for the first (one query)."""
+        if not self.chain_root_id:
+            return 1
+        earlier = ChatSession.objects.filter(chain_root_id=self.chain_root_id, pk__lt=self.pk)
+        return 2 + earlier.count()
 
     @property
     def display_title(self) -> str:

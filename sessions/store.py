@@ -111,11 +111,23 @@ def append_message(
         data=data or {},
     )
     if role == Entry.Role.USER and not session.title:
-        first_line = next((line for line in text_of(content).splitlines() if line.strip()), "")
-        title = " ".join(first_line.split())[:TITLE_LENGTH]
+        title = title_from(text_of(content))
         ChatSession.objects.filter(pk=session.pk, title="").update(title=title)
         session.title = title
     return entry
+
+
+def title_from(text: str) -> str:
+    """A session's title from its first message: the first line that has words, cut at a word
+    boundary (with an ellipsis) when it is longer than TITLE_LENGTH."""
+    first_line = next((line for line in text.splitlines() if line.strip()), "")
+    title = " ".join(first_line.split())
+    if len(title) <= TITLE_LENGTH:
+        return title
+    cut = title[: TITLE_LENGTH - 1]
+    if title[TITLE_LENGTH - 1] != " " and " " in cut:
+        cut = cut.rsplit(" ", 1)[0]  # never half a word, unless the first word is that long
+    return cut.rstrip(" ,;:.-") + "…"
 
 
 def append_custom_message(
