@@ -5,6 +5,7 @@ See SPEC.md §4 for the variables outside tools rely on.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from datetime import timedelta
@@ -235,6 +236,16 @@ AGENTWEB_MODELS = {
 # Which Claude models to offer (with a key): ids of the table above, or others, which get a
 # 200,000-token window and 8,192 tokens of output.
 AGENTWEB_CLAUDE_MODELS = env_list("AGENTWEB_CLAUDE_MODELS", ",".join(CLAUDE_MODELS))
+# What a million tokens cost, in US dollars, per model: input, output, and the prompt cache's
+# reads and writes. A model without a price shows its tokens and no cost. AGENTWEB_PRICES (a
+# JSON object of the same shape) adds models or replaces their prices.
+AGENTWEB_PRICES: dict[str, dict[str, float]] = {
+    "claude-opus-4-1": {"input": 15.0, "output": 75.0, "cache_read": 1.5, "cache_write": 18.75},
+    "claude-sonnet-4-5": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75},
+    "claude-haiku-4-5": {"input": 1.0, "output": 5.0, "cache_read": 0.1, "cache_write": 1.25},
+    "local": {"input": 0.0, "output": 0.0, "cache_read": 0.0, "cache_write": 0.0},
+    **json.loads(env_str("AGENTWEB_PRICES") or "{}"),
+}
 AGENTWEB_MODEL = env_str("AGENTWEB_MODEL") or (
     AGENTWEB_CLAUDE_MODELS[0] if ANTHROPIC_API_KEY and AGENTWEB_CLAUDE_MODELS else "local"
 )

@@ -248,6 +248,8 @@ class AgentSession:
             "model": self.provider.model,
             "input_tokens": reply.usage.input_tokens,
             "output_tokens": reply.usage.output_tokens,
+            "cache_read_tokens": reply.usage.cache_read_tokens,
+            "cache_write_tokens": reply.usage.cache_write_tokens,
             "data": {**({"purpose": purpose} if purpose else {}), **prepared.data},
         }
         content = [{"type": "text", "text": reply.text}] if reply.text else []

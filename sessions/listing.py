@@ -16,7 +16,9 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Count, F, Max, Q, QuerySet, TextField
 from django.db.models.functions import Cast, Coalesce
 
+from . import usage
 from .models import ChatSession, Entry
+from .usage import Usage
 
 CHAINS_PER_PAGE = 20
 
@@ -25,6 +27,12 @@ CHAINS_PER_PAGE = 20
 class Chain:
     sessions: list[ChatSession] = field(default_factory=list)  # root first, newest last
     matched: set[int] = field(default_factory=set)
+    used: dict[int, Usage] = field(default_factory=dict)  # each session's tokens and cost
+
+    @property
+    def usage(self) -> Usage:
+        """The chain's total across its handoffs."""
+        return sum(self.used.values(), Usage())
 
     @property
     def newest(self) -> ChatSession:
@@ -81,6 +89,11 @@ def chain_page(
     by_chain = {chain_id: Chain(matched=matched) for chain_id in chain_ids}
     for session in members:
         by_chain[session.chain_id].sessions.append(session)
+    used = usage.of_sessions(
+        session.pk for chain in by_chain.values() for session in chain.sessions
+    )
+    for chain in by_chain.values():
+        chain.used = {session.pk: used[session.pk] for session in chain.sessions}
     return page, [by_chain[chain_id] for chain_id in chain_ids]
 
 

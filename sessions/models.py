@@ -160,6 +160,9 @@ class Entry(models.Model):
     items = models.JSONField(null=True, blank=True, editable=False)
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
+    # Input tokens the API read from its prompt cache, and wrote to it (priced apart).
+    cache_read_tokens = models.PositiveIntegerField(default=0)
+    cache_write_tokens = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
 
     # Set by transcript.fold: the tool results the page shows folded under this reply's calls.

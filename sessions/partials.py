@@ -16,6 +16,7 @@ from django.utils.safestring import mark_safe
 from .models import ChatSession, Entry
 from .providers import catalog
 from .rendering import Blocks, render_markdown
+from .usage import Usage
 
 PAGE = "sessions/session.html"
 
@@ -72,6 +73,7 @@ def status_context(
     queued: int = 0,
     interrupted: bool = False,
     context_before: int | None = None,
+    session_usage: Usage | None = None,
 ) -> dict[str, Any]:
     spec = catalog.spec(session.model)
     share = session.context_tokens / spec.window if spec.window else 0.0
@@ -84,6 +86,7 @@ def status_context(
         "queued": queued,
         "interrupted": interrupted,
         "context_before": context_before,
+        "session_usage": session_usage or Usage(),
         "window": spec.window,
         "context_percent": round(share * 100),
         "suggest_handoff": share >= settings.AGENTWEB_HANDOFF_SUGGEST_AT and not generating,

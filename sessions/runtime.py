@@ -27,7 +27,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from . import commands, handoff, partials, store
+from . import commands, handoff, partials, store, usage
 from .agent import (
     NOTES,
     AgentEvent,
@@ -347,6 +347,7 @@ def status_state(session: ChatSession) -> dict[str, Any]:
         "queued": PendingPrompt.objects.filter(session=session).count(),
         "interrupted": session.was_interrupted,
         "context_before": context_before,
+        "session_usage": usage.of_sessions([session.pk])[session.pk],
     }
 
 

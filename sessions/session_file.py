@@ -104,8 +104,8 @@ def _entry_line(entry: Entry) -> dict[str, Any]:
                 {
                     "input": entry.input_tokens,
                     "output": entry.output_tokens,
-                    "cacheRead": 0,
-                    "cacheWrite": 0,
+                    "cacheRead": entry.cache_read_tokens,
+                    "cacheWrite": entry.cache_write_tokens,
                 },
             )
             message.update(
@@ -463,6 +463,8 @@ def _entry(session: ChatSession, number: int, line: dict[str, Any]) -> Entry:
             model=str(message.get("model") or ""),
             input_tokens=int(usage.get("input") or 0),
             output_tokens=int(usage.get("output") or 0),
+            cache_read_tokens=int(usage.get("cacheRead") or 0),
+            cache_write_tokens=int(usage.get("cacheWrite") or 0),
             data=data,
         )
     if kind == Entry.Kind.CUSTOM_MESSAGE:

@@ -96,6 +96,8 @@ def append_message(
     model: str = "",
     input_tokens: int = 0,
     output_tokens: int = 0,
+    cache_read_tokens: int = 0,
+    cache_write_tokens: int = 0,
     data: dict[str, Any] | None = None,
 ) -> Entry:
     entry = _append(
@@ -108,6 +110,8 @@ def append_message(
         model=model,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
+        cache_read_tokens=cache_read_tokens,
+        cache_write_tokens=cache_write_tokens,
         data=data or {},
     )
     if role == Entry.Role.USER and not session.title:
@@ -209,7 +213,9 @@ def _append(session: ChatSession, **fields: Any) -> Entry:
         entry.save(force_insert=True)
         # A handoff sent a fitted request: its usage is not the size of the session's context.
         fitted = entry.data.get("fitted")
-        reported = entry.input_tokens + entry.output_tokens if entry.input_tokens else 0
+        # The API's input_tokens leave out what it read from or wrote to its prompt cache.
+        cached = entry.cache_read_tokens + entry.cache_write_tokens
+        reported = entry.input_tokens + cached + entry.output_tokens if entry.input_tokens else 0
         reported = 0 if fitted else reported
         added = sum(part.tokens for part in entry_parts(entry))
         size: Any = reported or F("context_tokens") + added

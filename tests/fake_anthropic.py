@@ -47,6 +47,8 @@ class Reply:
     error_type: str = "overloaded_error"
     input_tokens: int = 42
     output_tokens: int = 7
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
     message: str = ""  # the error message of a `status` reply
     headers: dict[str, str] = field(default_factory=dict)  # extra headers of a `status` reply
     hold_after: int = -1  # stop after this many chunks until released (-1: never)
@@ -266,7 +268,11 @@ def _events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:
         "message": {
             "id": "msg_fake", "type": "message", "role": "assistant", "model": "claude-fake",
             "content": [], "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": reply.input_tokens, "output_tokens": 0},
+            "usage": {
+                "input_tokens": reply.input_tokens, "output_tokens": 0,
+                "cache_read_input_tokens": reply.cache_read_tokens,
+                "cache_creation_input_tokens": reply.cache_write_tokens,
+            },
         },
     }  # fmt: skip
     events: list[tuple[str, dict[str, Any]]] = [("message_start", start)]

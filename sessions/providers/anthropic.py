@@ -48,7 +48,7 @@ class AnthropicProvider(Provider):
     ) -> AsyncIterator[ProviderEvent]:
         extra: dict[str, Any] = {"system": system} if system else {}
         client = self._client()
-        input_tokens = output_tokens = 0
+        input_tokens = output_tokens = cache_read = cache_write = 0
         stop_reason: str | None = None
         stopped = False
         try:
@@ -68,8 +68,10 @@ class AnthropicProvider(Provider):
                         if event.delta.type == "text_delta" and event.delta.text:
                             yield TextDelta(event.delta.text)
                     elif event.type == "message_start":
-                        input_tokens = event.message.usage.input_tokens
-                        output_tokens = event.message.usage.output_tokens
+                        usage = event.message.usage
+                        input_tokens, output_tokens = usage.input_tokens, usage.output_tokens
+                        cache_read = usage.cache_read_input_tokens or 0
+                        cache_write = usage.cache_creation_input_tokens or 0
                     elif event.type == "message_delta":
                         output_tokens = event.usage.output_tokens
                         input_tokens = event.usage.input_tokens or input_tokens
@@ -91,7 +93,9 @@ class AnthropicProvider(Provider):
             raise ProviderError(f"network connection lost ({error})", kind="network") from error
         except anthropic.AnthropicError as error:
             raise ProviderError(str(error) or type(error).__name__, kind="api") from error
-        yield StreamEnd(Usage(input_tokens, output_tokens), stop_reason or "end_turn")
+        yield StreamEnd(
+            Usage(input_tokens, output_tokens, cache_read, cache_write), stop_reason or "end_turn"
+        )
 
     async def count_tokens(
         self, messages: list[dict[str, Any]], *, system: str | None = None

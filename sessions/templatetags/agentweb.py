@@ -5,8 +5,9 @@ from typing import Any
 from django import template
 from django.utils.safestring import SafeString, mark_safe
 
-from .. import handoff
+from .. import handoff, usage
 from ..coverage import Coverage, Item
+from ..models import Entry
 from ..providers import label_for
 from ..rendering import render_markdown
 
@@ -16,6 +17,27 @@ register = template.Library()
 @register.filter
 def markdown(text: str) -> SafeString:
     return mark_safe(render_markdown(text))  # noqa: S308 - sanitised by nh3
+
+
+@register.filter
+def reply_usage(entry: Entry) -> str:
+    """A reply's tokens and cost: `1,200 in · 300 out · $0.0081` (cache reads and writes when
+    there were any); empty when the model reported none."""
+    return usage_line(usage.of_reply(entry))
+
+
+@register.filter
+def usage_line(used: usage.Usage) -> str:
+    if not used.tokens:
+        return ""
+    parts = [f"{used.input:,} in", f"{used.output:,} out"]
+    if used.cache_read:
+        parts.append(f"{used.cache_read:,} from cache")
+    if used.cache_write:
+        parts.append(f"{used.cache_write:,} to cache")
+    if cost := usage.dollars(used.cost):
+        parts.append(cost)
+    return " · ".join(parts)
 
 
 @register.filter
@@ -43,3 +65,8 @@ def last_seen(item: Item, report: Coverage) -> str:
 def next_in(items: list[Any], index: int) -> Any:
     """The pk of the item after `index` (for links from one session to the next of its chain)."""
     return items[index + 1].pk
+
+
+@register.filter
+def get_item(mapping: dict[Any, Any], key: Any) -> Any:
+    return mapping.get(key)
