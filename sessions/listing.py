@@ -13,10 +13,10 @@ from datetime import datetime
 
 from django.contrib.auth.models import User
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, F, Max, Q, QuerySet, TextField
-from django.db.models.functions import Cast, Coalesce
+from django.db.models import Count, F, Max, Q, QuerySet
+from django.db.models.functions import Coalesce
 
-from . import usage
+from . import search, usage
 from .models import ChatSession, Entry
 from .usage import Usage
 
@@ -52,13 +52,8 @@ def in_chains(chain_ids: Iterable[int]) -> Q:
 
 
 def matching(owner: User, query: str) -> QuerySet[ChatSession]:
-    """Sessions whose title or any entry's text contains `query` (any case)."""
-    texts = (
-        Entry.objects.filter(session__owner=owner)
-        .annotate(content_text=Cast("content", TextField()))
-        .filter(content_text__icontains=query)
-        .values("session_id")
-    )
+    """Sessions whose title or any entry's words contain `query` (any case)."""
+    texts = search.matching_entries(owner, query).order_by().values("session_id")
     return ChatSession.objects.filter(owner=owner).filter(
         Q(title__icontains=query) | Q(pk__in=texts)
     )

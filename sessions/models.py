@@ -158,6 +158,9 @@ class Entry(models.Model):
     # The concrete items it mentions, [kind, text, source, error]: extracted once when written
     # (an entry never changes), so coverage of a long session need not scan its text again.
     items = models.JSONField(null=True, blank=True, editable=False)
+    # The words of the entry a person searches for (text and thinking, never the JSON around
+    # them): indexed by SQLite FTS5 or PostgreSQL full text (`sessions.search`).
+    search_text = models.TextField(default="", blank=True, editable=False)
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
     # Input tokens the API read from its prompt cache, and wrote to it (priced apart).

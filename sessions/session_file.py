@@ -22,6 +22,7 @@ from django.utils.dateparse import parse_datetime
 from . import context, coverage, handoff, store
 from .models import ChatSession, Entry, text_of
 from .providers import catalog
+from .search import searchable
 
 MAX_IMPORT_BYTES = 16 * 1024 * 1024
 KINDS = {kind.value for kind in Entry.Kind}
@@ -179,6 +180,7 @@ def import_jsonl(owner: User, lines: list[str]) -> ChatSession:
         created = [_entry(session, number, line) for number, line in entries]
         for entry in created:
             entry.items = coverage.entry_items(entry)
+            entry.search_text = searchable(entry.content)
         created = Entry.objects.bulk_create(created)
         by_key = {key: entry for (key, _), entry in zip(parents, created, strict=True)}
         for (_, parent_key), entry in zip(parents, created, strict=True):

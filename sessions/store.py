@@ -18,6 +18,7 @@ from django.utils import timezone
 from . import coverage
 from .context import LLMMessage, build_context, entry_parts
 from .models import ChatSession, Entry, PendingPrompt, PromptTemplate, text_of
+from .search import searchable
 
 TITLE_LENGTH = 80
 TEMPLATE_CALL = re.compile(r"^/(?P<name>[a-z][a-z0-9_-]*)(?:\s+(?P<args>.*))?$", re.DOTALL)
@@ -210,6 +211,7 @@ def _append(session: ChatSession, **fields: Any) -> Entry:
         )
         entry = Entry(session_id=session.pk, parent_id=leaf_id, **fields)
         entry.items = coverage.entry_items(entry)
+        entry.search_text = searchable(entry.content)
         entry.save(force_insert=True)
         # A handoff sent a fitted request: its usage is not the size of the session's context.
         fitted = entry.data.get("fitted")

@@ -19,6 +19,7 @@ from . import (
     listing,
     partials,
     runtime,
+    search,
     session_file,
     store,
     transcript,
@@ -44,6 +45,7 @@ def _own_session(request: AuthenticatedRequest, session_id: int) -> ChatSession:
 def index(request: AuthenticatedRequest) -> HttpResponse:
     query = request.GET.get("q", "").strip()[:200]
     page, chains = listing.chain_page(request.user, query, request.GET.get("page"))
+    hits = search.find(request.user, query) if query else []
     return render(
         request,
         "sessions/index.html",
@@ -51,6 +53,7 @@ def index(request: AuthenticatedRequest) -> HttpResponse:
             "page": page,
             "chains": chains,
             "query": query,
+            "hits": hits,
             "default_model": catalog.default_model(),
             "import_form": ImportForm(),
         },
@@ -80,13 +83,28 @@ def _window(outline: list[tuple[int, str]], before: int | None = None) -> dict[s
     }
 
 
+def _end_around(outline: list[tuple[int, str]], at: str) -> int:
+    """Where a window showing entry `at` ends: the end, unless the entry is older than the
+    latest window; then half a window past it."""
+    ids = [pk for pk, _ in outline]
+    index = ids.index(int(at)) if at.isdigit() and int(at) in ids else len(ids)
+    if index >= len(ids) - TRANSCRIPT_WINDOW:
+        return len(ids)
+    return min(len(ids), index + TRANSCRIPT_WINDOW // 2)
+
+
 def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
+    """The session's latest entries; with `?at=<entry id>` (a search result), the entries
+    around that one, however old."""
     session = _own_session(request, session_id)
     outline = store.branch_outline(session)
     after = outline[-1][0] if outline else 0
+    end = _end_around(outline, request.GET.get("at", ""))
+    before = outline[end][0] if end < len(outline) else None
     context = {
         **partials.status_context(session, **runtime.status_state(session)),
-        **_window(outline),
+        **_window(outline, before),
+        "newer_hidden": len(outline) - end,
         "children": list(session.children.order_by("created_at")),
         "commands": commands.REGISTRY.values(),
         "ws_url": f"/ws/sessions/{session.pk}/?after={after}",

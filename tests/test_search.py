@@ -1,0 +1,86 @@
+"""Search (issue 11, item 4): over the words of entries, not their JSON, on SQLite (FTS5) and
+PostgreSQL (full text) alike — CI runs this file on both. Results show a highlighted snippet
+and jump to the entry, however old."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sessions import search, session_file, store
+
+from .conftest import make_session
+
+pytestmark = pytest.mark.django_db
+
+
+def say(session, text: str, role: str = "user") -> int:
+    return store.append_message(session, role, [{"type": "text", "text": text}]).pk
+
+
+def test_words_of_the_json_around_messages_find_nothing(client, owner):
+    session = make_session(owner)
+    say(session, "The build fails on the config loader")
+    client.force_login(owner)
+    assert search.find(owner, "type") == [] and search.find(owner, "text") == []
+    assert "No session mentions “role”." in client.get("/?q=role").content.decode()
+    assert [hit.session.pk for hit in search.find(owner, "config loader")] == [session.pk]
+
+
+@pytest.mark.parametrize(
+    ("written", "query"),
+    [
+        ("Die Größe der Datei ist falsch", "Größe"),
+        ("Order a Café au lait", "CAFÉ"),
+        ("我们使用数据库来保存会话", "数据库"),
+        ("我们使用数据库来保存会话", "数据"),
+        ("Shipped it 🎉 at last", "🎉"),
+    ],
+)
+def test_text_in_any_script_is_found(owner, written, query):
+    session = make_session(owner)
+    say(session, "something else entirely")
+    entry_id = say(session, written, role="assistant")
+    hits = search.find(owner, query)
+    assert [hit.entry_id for hit in hits] == [entry_id]
+    assert f"<mark>{written[written.lower().index(query.lower()) :][: len(query)]}</mark>" in (
+        hits[0].snippet
+    )
+
+
+def test_results_show_a_marked_snippet_of_the_words_around_the_match(client, owner):
+    session = make_session(owner)
+    say(session, "First, " + "filler " * 20 + "the <b>zanzibar</b> protocol times out " + "x " * 40)
+    client.force_login(owner)
+    page = client.get("/?q=zanzibar").content.decode()
+    assert "Messages that mention “zanzibar”" in page
+    assert "filler the &lt;b&gt;<mark>zanzibar</mark>&lt;/b&gt; protocol times out x x" in page
+    assert "…" in page
+
+
+def test_a_result_older_than_the_page_opens_the_conversation_around_it(client, owner):
+    session = make_session(owner)
+    old = say(session, "the flaky zanzibar test again")
+    for i in range(450):
+        say(session, f"later message {i}", role="user" if i % 2 else "assistant")
+    client.force_login(owner)
+    [hit] = search.find(owner, "zanzibar")
+    assert hit.url == f"/sessions/{session.pk}/?at={old}#entry-{old}"
+    assert f'id="entry-{old}"' not in client.get(f"/sessions/{session.pk}/").content.decode()
+    around = client.get(f"/sessions/{session.pk}/?at={old}").content.decode()
+    assert f'id="entry-{old}"' in around
+    assert "351 newer entries are not shown" in around  # 451 entries, shown up to 100
+
+
+def test_imported_entries_are_searchable_and_other_users_entries_are_not(owner, django_user_model):
+    lines = [
+        {"type": "session", "version": 3, "id": "s"},
+        {"type": "message", "id": "a", "parentId": None,
+         "message": {"role": "user", "content": [{"type": "text", "text": "imported quokka"}]}},
+    ]  # fmt: skip
+    session_file.import_jsonl(owner, [json.dumps(line) for line in lines])
+    stranger = django_user_model.objects.create_user("stranger")
+    say(make_session(stranger), "a quokka of my own")
+    hits = search.find(owner, "quokka")
+    assert [hit.session.owner_id for hit in hits] == [owner.pk]
