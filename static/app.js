@@ -34,11 +34,49 @@
     }
   });
 
-  // The form does not reset itself after a WebSocket send.
+  // The form does not reset itself after a WebSocket send; the message box keeps the focus.
   document.addEventListener("htmx:wsAfterSend", (event) => {
     const form = event.target.closest && event.target.closest("#composer");
-    if (form) { form.reset(); hideMenu(); }
+    if (form) { form.reset(); hideMenu(); composer().focus(); }
   });
+  // After Cancel (button or Escape), typing goes on in the message box.
+  document.addEventListener("click", (event) => {
+    if (event.target.closest && event.target.closest("#cancel") && composer()) composer().focus();
+  });
+
+  // Copy: a message's text, or a code block's code.
+  function copyText(text, button) {
+    const done = () => { button.classList.add("copied"); setTimeout(() => button.classList.remove("copied"), 1500); };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(done);
+      return;
+    }
+    const area = document.createElement("textarea");  // plain HTTP: the old way
+    area.value = text; document.body.appendChild(area); area.select();
+    document.execCommand("copy"); area.remove(); done();
+  }
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest && event.target.closest("button.copy");
+    if (!button) return;
+    const code = button.closest("pre");
+    if (code) { copyText((code.querySelector("code") || code).innerText, button); return; }
+    const entry = button.closest(".entry");
+    const parts = [...entry.querySelectorAll(".markdown, .plain")].map((el) => el.innerText.trim());
+    copyText(parts.filter(Boolean).join("\n\n").replace(/\n{3,}/g, "\n\n"), button);
+  });
+  function addCodeCopyButtons() {
+    document.querySelectorAll(".entry .markdown pre:not([data-copy])").forEach((pre) => {
+      pre.dataset.copy = "";
+      const button = document.createElement("button");
+      // Its label is CSS content, so it is never part of the text a message's Copy takes.
+      button.type = "button"; button.className = "copy copy--code";
+      button.setAttribute("aria-label", "Copy code");
+      pre.appendChild(button);
+    });
+  }
+  document.addEventListener("DOMContentLoaded", addCodeCopyButtons);
+  document.addEventListener("htmx:wsAfterMessage", addCodeCopyButtons);
+  document.addEventListener("htmx:afterSwap", addCodeCopyButtons);
 
   // Slash-command menu.
   function visibleItems() { return [...document.querySelectorAll("#slash-menu [role=option]")].filter((li) => !li.hidden); }

@@ -53,6 +53,22 @@ def offline_server(name: str, token_delay: str) -> Iterator[str]:
     server.stop()
 
 
+@pytest.fixture(scope="module")
+def claude_url(django_db_setup: Any, browser_available: None, fake_server: Any) -> Iterator[str]:
+    """daphne serving agentweb with Claude at the fake Anthropic server."""
+    from ..conftest import FAKE_MODEL
+
+    server = Daphne(
+        "daphne-browser-claude",
+        AGENTWEB_MODEL=FAKE_MODEL,
+        ANTHROPIC_API_KEY="test-key",
+        ANTHROPIC_BASE_URL=fake_server.url,
+        AGENTWEB_MAX_RETRIES="0",
+    )
+    yield server.url
+    server.stop()
+
+
 @pytest.fixture(scope="session")
 def server_url(django_db_setup: Any, browser_available: None) -> Iterator[str]:
     """The offline model at a pace a test can cancel in the middle of."""

@@ -5,34 +5,14 @@ mid-reply until the test has looked."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
-from ..conftest import FAKE_MODEL
-from ..fake_anthropic import FakeAnthropic, Reply
-from ..servers import Daphne
+from ..fake_anthropic import Reply
 from .conftest import sign_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(scope="module")
-def claude_url(
-    django_db_setup: Any, browser_available: None, fake_server: FakeAnthropic
-) -> Iterator[str]:
-    """daphne serving agentweb with Claude at the fake server."""
-    server = Daphne(
-        "daphne-browser-claude",
-        AGENTWEB_MODEL=FAKE_MODEL,
-        ANTHROPIC_API_KEY="test-key",
-        ANTHROPIC_BASE_URL=fake_server.url,
-        AGENTWEB_MAX_RETRIES="0",
-    )
-    yield server.url
-    server.stop()
 
 
 def test_a_heading_and_a_list_are_elements_before_the_reply_ends(
