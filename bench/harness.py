@@ -34,21 +34,42 @@ def setup() -> None:
     django.setup()
 
 
+def cookie_for(user: User) -> str:
+    """A session cookie signed in as `user`."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return client.cookies["sessionid"].value
+
+
 async def signed_in_user() -> tuple[User, str]:
     """Migrate the throwaway database; a user and their session cookie."""
     from channels.db import database_sync_to_async
     from django.contrib.auth.models import User
     from django.core.management import call_command
-    from django.test import Client
 
     def make() -> tuple[User, str]:
         call_command("migrate", verbosity=0)
         user = User.objects.create_user("bench", password="bench-pass-1")
-        client = Client()
-        client.force_login(user)
-        return user, client.cookies["sessionid"].value
+        return user, cookie_for(user)
 
     return await database_sync_to_async(make)()
+
+
+def chromium_page(playwright: Any, url: str, cookie: str, init_script: str) -> tuple[Any, Any]:
+    """The system Chromium (or AGENTWEB_CHROMIUM) and a page signed in at `url` with `cookie`,
+    running `init_script` before every document."""
+    from tests.browser.conftest import CHROMIUM
+
+    browser = playwright.chromium.launch(
+        executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"]
+    )
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.add_cookies([{"name": "sessionid", "value": cookie, "url": url}])
+    page = context.new_page()
+    page.add_init_script(init_script)
+    return browser, page
 
 
 def fake_api() -> FakeAnthropic:

@@ -147,15 +147,13 @@ async def run(
 def prepare(sessions: int) -> tuple[str, list[int]]:
     """A user, a sign-in cookie and `sessions` sessions of theirs, in the shared database."""
     from django.contrib.auth.models import User
-    from django.test import Client
 
+    from bench.harness import cookie_for
     from sessions import store
 
     user = User.objects.filter(username="load").first() or User.objects.create_user("load")
-    client = Client()
-    client.force_login(user)
     ids = [store.new_session(user, model="claude-load").pk for _ in range(sessions)]
-    return client.cookies["sessionid"].value, ids
+    return cookie_for(user), ids
 
 
 def server_env(fake_url: str, sessions: int, redis_url: str = "") -> dict[str, str]:

@@ -12,8 +12,6 @@ Target (docs/PERFORMANCE.md, 6): the page stays responsive; here, total blocking
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import statistics
 from typing import Any
 
@@ -23,7 +21,6 @@ harness.setup()
 
 from django.contrib.auth.models import User  # noqa: E402
 from django.core.management import call_command  # noqa: E402
-from django.test import Client  # noqa: E402
 from sizes import DOCUMENT, long_session  # noqa: E402
 
 from sessions.models import ChatSession  # noqa: E402
@@ -69,9 +66,7 @@ def main() -> None:
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     user = User.objects.create_user("pages")
-    client = Client()
-    client.force_login(user)
-    cookie = client.cookies["sessionid"].value
+    cookie = harness.cookie_for(user)
     sessions = []
     for size in (int(value) for value in args.sizes.split(",")):
         old = long_session(user, size)
@@ -79,17 +74,10 @@ def main() -> None:
         new = ChatSession.objects.filter(parent_session=old).latest("pk")
         sessions.append((size, old, new))
     server = Daphne("daphne-pages", AGENTWEB_MODEL="local", ANTHROPIC_API_KEY="")
-    chromium = os.environ.get("AGENTWEB_CHROMIUM") or shutil.which("chromium") or "chromium"
     print(f"Chromium, medians of {args.runs} loads:")
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=chromium, args=["--no-sandbox", "--disable-dev-shm-usage"]
-            )
-            context = browser.new_context(viewport={"width": 1280, "height": 900})
-            context.add_cookies([{"name": "sessionid", "value": cookie, "url": server.url}])
-            page = context.new_page()
-            page.add_init_script(WATCH)
+            browser, page = harness.chromium_page(playwright, server.url, cookie, WATCH)
             for size, old, new in sessions:
                 session_page = f"{server.url}{old.get_absolute_url()}"
                 compare = f"{server.url}/sessions/{old.pk}/compare/{new.pk}/"

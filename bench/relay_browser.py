@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import concurrent.futures
 import os
-import shutil
 import statistics
 import time
 from typing import Any
@@ -34,7 +33,6 @@ harness.setup()  # Django on a throwaway database, before any project import
 import anthropic  # noqa: E402
 from django.contrib.auth.models import User  # noqa: E402
 from django.core.management import call_command  # noqa: E402
-from django.test import Client  # noqa: E402
 from fake_server import FakeServerProcess  # noqa: E402
 
 from sessions import store  # noqa: E402
@@ -123,9 +121,7 @@ def main() -> None:
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     user = User.objects.create_user("relay")
-    client = Client()
-    client.force_login(user)
-    cookie = client.cookies["sessionid"].value
+    cookie = harness.cookie_for(user)
 
     fake = FakeServerProcess(args.tokens)
     server = Daphne(
@@ -147,16 +143,9 @@ def main() -> None:
 
     times: dict[str, list[float]] = {"sdk": [], "sdk-raw": [], "browser": []}
     busiest: list[float] = []
-    chromium = os.environ.get("AGENTWEB_CHROMIUM") or shutil.which("chromium") or "chromium"
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=chromium, args=["--no-sandbox", "--disable-dev-shm-usage"]
-            )
-            context = browser.new_context()
-            context.add_cookies([{"name": "sessionid", "value": cookie, "url": server.url}])
-            page = context.new_page()
-            page.add_init_script(WATCH)
+            browser, page = harness.chromium_page(playwright, server.url, cookie, WATCH)
             on_loop(read_sdk_raw(sdk_raw))  # warm up
             show_in_page(page, server, user, args.tokens)  # warm up
             for _ in range(args.runs):  # interleaved, so noise hits all three alike
