@@ -16,6 +16,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import connection
 from django.db.models import Q, QuerySet
+from django.db.models.expressions import RawSQL
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
@@ -54,12 +55,8 @@ def matching_entries(owner: User, query: str) -> QuerySet[Entry]:
     mine = Entry.objects.filter(session__owner=owner)
     if connection.vendor == "sqlite" and len(query) >= 3:
         phrase = '"' + query.replace('"', '""') + '"'
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT rowid FROM chat_entry_fts WHERE chat_entry_fts MATCH %s", [phrase]
-            )
-            ids = [row[0] for row in cursor.fetchall()]
-        return mine.filter(pk__in=ids).order_by("-pk")
+        matches = RawSQL("SELECT rowid FROM chat_entry_fts WHERE chat_entry_fts MATCH %s", [phrase])
+        return mine.filter(pk__in=matches).order_by("-pk")
     if connection.vendor == "postgresql":
         from django.contrib.postgres.search import SearchQuery, SearchVector
 
