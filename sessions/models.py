@@ -16,7 +16,6 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.functional import cached_property
 
 
 class ChatSession(models.Model):
@@ -40,6 +39,9 @@ class ChatSession(models.Model):
     chain_root = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    # Which part of its chain this session is: 1 for a first session, its parent's plus one for
+    # one handed off (set when it is created, so showing it costs no query).
+    part = models.PositiveIntegerField(default=1)
     # The size of the context, as the reference agent estimates it: the last reply's
     # reported usage plus an estimate of what came after it (kept up to date by the store).
     context_tokens = models.PositiveIntegerField(default=0)
@@ -83,14 +85,6 @@ class ChatSession(models.Model):
     @property
     def chain_id(self) -> int:
         return self.chain_root_id or self.pk
-
-    @cached_property
-    def part(self) -> int:
-        """Which session of its chain of handoffs this is: 1 for the first (one query)."""
-        if not self.chain_root_id:
-            return 1
-        earlier = ChatSession.objects.filter(chain_root_id=self.chain_root_id, pk__lt=self.pk)
-        return 2 + earlier.count()
 
     @property
     def display_title(self) -> str:

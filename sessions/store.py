@@ -40,6 +40,7 @@ def new_session(
         parent_session=parent_session,
         handed_off_from=handed_off_from,
         chain_root_id=parent_session.chain_id if parent_session else None,
+        part=parent_session.part + 1 if parent_session else 1,
     )
 
 

@@ -18,7 +18,6 @@ from ..servers import ARTIFACTS, Daphne
 
 __all__ = ["ARTIFACTS"]
 
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # ORM calls beside Playwright's loop
 
 CHROMIUM = os.environ.get("AGENTWEB_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
@@ -34,6 +33,16 @@ def _browser_missing() -> str | None:
     except ImportError:
         return "Playwright is not installed: run make install"
     return None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def orm_beside_playwright() -> Iterator[None]:
+    """Playwright's sync API runs an event loop in the test's thread: let these modules (only
+    these: elsewhere a database call on an event loop must stay an error) use the ORM, from
+    their first fixture to their last teardown."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        yield
 
 
 @pytest.fixture(scope="session")
