@@ -299,7 +299,7 @@ def next_turn(session: ChatSession, generation_id: str, *, auto_handoff: bool) -
     text = next_prompt_or_release(session.pk, generation_id)
     if not text:
         return Turn(status=status_html(session.pk))  # released: the status as the job ends
-    return _begin(session, text, ChatSession.objects.get(pk=session.pk))
+    return _begin(session, text, reread=True)
 
 
 def first_turn(session: ChatSession, text: str, generation_id: str) -> Turn:
@@ -311,15 +311,16 @@ def first_turn(session: ChatSession, text: str, generation_id: str) -> Turn:
     ):
         PendingPrompt.objects.create(session_id=session.pk, text=text)
         return next_turn(session, generation_id, auto_handoff=True)
-    return _begin(session, text, session)
+    return _begin(session, text, reread=False)
 
 
-def _begin(session: ChatSession, text: str, shown: ChatSession) -> Turn:
-    """The prompt stored as the session's next user message; the status line as it starts
-    (of `shown`, the session with its generation's fields as they are now)."""
+def _begin(session: ChatSession, text: str, *, reread: bool) -> Turn:
+    """The prompt stored as the session's next user message; the status line as it starts.
+    `session` was read as its claim was taken; a later turn's rereads it (the claim's lease and
+    kind have moved since)."""
     text = store.expand_prompt_template(session, text)
     user = store.append_message(session, Entry.Role.USER, [{"type": "text", "text": text}])
-    shown.context_tokens = session.context_tokens
+    shown = ChatSession.objects.get(pk=session.pk) if reread else session
     return Turn(text, user, status=partials.status(shown, **status_state(shown)))
 
 
