@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 
 import pytest
@@ -162,8 +163,14 @@ async def test_the_offline_model_reads_a_long_history_off_the_event_loop(caplog,
     loop.set_debug(True)
     loop.slow_callback_duration = 0.2  # the reply takes ~0.5 s to write; a busy CI pauses ~0.06 s
     await asyncio.sleep(0)  # debug timing applies from the loop's next step
-    with caplog.at_level(logging.WARNING, logger="asyncio"):
-        reply = [event async for event in LocalProvider(token_delay=0).stream(messages)]
+    # A full garbage collection stops every thread while it walks the heap, and the heap here
+    # is the whole test run's (0.3 s in one CI run). Frozen, it is only this reply's garbage.
+    gc.freeze()
+    try:
+        with caplog.at_level(logging.WARNING, logger="asyncio"):
+            reply = [event async for event in LocalProvider(token_delay=0).stream(messages)]
+    finally:
+        gc.unfreeze()
     assert reply and isinstance(reply[-1], StreamEnd)
     slow = [r.getMessage() for r in caplog.records if "took" in r.getMessage()]
     assert slow == []
