@@ -284,3 +284,7 @@ AGENTWEB_PARTIAL_SAVE_SECONDS = env_float("AGENTWEB_PARTIAL_SAVE_SECONDS", 2.0)
 AGENTWEB_PARTIAL_SAVE_CHARS = env_int("AGENTWEB_PARTIAL_SAVE_CHARS", 4_000)
 # A generation's claim on its session lasts this long unless its process renews it.
 AGENTWEB_GENERATION_LEASE = env_float("AGENTWEB_GENERATION_LEASE", 15.0)
+# A deleted session can be restored for this long; then it is purged with its entries.
+AGENTWEB_UNDO_DELETE_SECONDS = env_int("AGENTWEB_UNDO_DELETE_SECONDS", 86_400)
+# The cheap model that writes a session's title, when a user prefers generated titles.
+AGENTWEB_TITLE_MODEL = env_str("AGENTWEB_TITLE_MODEL") or "claude-haiku-4-5"

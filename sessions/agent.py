@@ -216,6 +216,18 @@ class AgentSession:
         finally:
             self.is_streaming = False
 
+    async def regenerate(self) -> Entry:
+        """Another reply to the context as it is (its last message is the one to answer): a
+        sibling of the reply it replaces, which stays on its own branch."""
+        self.is_streaming, self._aborted, self._abort_reason = True, False, "cancelled"
+        try:
+            await self._emit("agent_start")
+            reply = await self._reply("", Prepared(), beside_others=True)
+            await self._emit("agent_end", entry=reply)
+            return reply
+        finally:
+            self.is_streaming = False
+
     async def follow_up(self, text: str) -> None:
         await database_sync_to_async(PendingPrompt.objects.create)(session=self.session, text=text)
 
@@ -232,7 +244,9 @@ class AgentSession:
             self._stream_task.cancel()
         return True
 
-    async def _reply(self, purpose: str, prepared: Prepared) -> Entry:
+    async def _reply(
+        self, purpose: str, prepared: Prepared, *, beside_others: bool = False
+    ) -> Entry:
         reply = _Reply()
         self.partial_purpose, self.partial_stage = purpose, ""
         await self._emit("message_start", role=Entry.Role.ASSISTANT, purpose=purpose)
@@ -258,7 +272,7 @@ class AgentSession:
             await self._emit("message_end", role=Entry.Role.ASSISTANT, purpose=purpose)
             return Entry(kind=Entry.Kind.MESSAGE, role=Entry.Role.ASSISTANT, **fields)
         save = database_sync_to_async(store.append_message)(
-            self.session, Entry.Role.ASSISTANT, content, **fields
+            self.session, Entry.Role.ASSISTANT, content, with_siblings=beside_others, **fields
         )
         # The final save must happen even when this task is being cancelled.
         entry = await asyncio.shield(save)

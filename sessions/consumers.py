@@ -89,6 +89,11 @@ class SessionConsumer(AsyncWebsocketConsumer):
                 await self.send(text_data=partials.notice("Nothing is running.", "info"))
         elif frame.action == "handoff_confirm":
             await self.confirm_handoff(frame)
+        elif frame.action in ("edit", "regenerate"):
+            text = frame.message if frame.action == "edit" else None
+            if refusal := await runtime.branch_and_reply(self.session, frame.entry or 0, text):
+                # The edited text stays in its own box, unsent.
+                await self.send(text_data=partials.notice(refusal, "error"))
         elif frame.action == "handoff_discard":
             await self.send(text_data=partials.review_closed())
             await runtime.start_if_queued(self.session)  # prompts that waited for the review

@@ -18,7 +18,10 @@ class FrameForm(forms.Form):
     """One WebSocket frame from the page (the htmx ws extension sends form fields as JSON)."""
 
     action = forms.ChoiceField(
-        choices=[(a, a) for a in ("send", "cancel", "handoff_confirm", "handoff_discard")],
+        choices=[
+            (a, a)
+            for a in ("send", "cancel", "handoff_confirm", "handoff_discard", "edit", "regenerate")
+        ],
         required=False,
     )
     message = forms.CharField(required=False, strip=False)
@@ -34,8 +37,11 @@ class FrameForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         data["action"] = data.get("action") or "send"
-        if data["action"] == "send" and not (data.get("message") or "").strip() and not self.errors:
+        typing = data["action"] in ("send", "edit")
+        if typing and not (data.get("message") or "").strip() and not self.errors:
             raise forms.ValidationError("Type a message first.")
+        if data["action"] in ("edit", "regenerate") and not data.get("entry") and not self.errors:
+            raise forms.ValidationError("Which message? The frame names no entry.")
         return data
 
 

@@ -13,7 +13,7 @@ from datetime import datetime
 
 from django.contrib.auth.models import User
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, F, Max, Q, QuerySet
+from django.db.models import Case, Count, F, IntegerField, Max, Q, QuerySet, When
 from django.db.models.functions import Coalesce
 
 from . import search, usage
@@ -52,17 +52,26 @@ def in_chains(chain_ids: Iterable[int]) -> Q:
 
 
 def matching(owner: User, query: str) -> QuerySet[ChatSession]:
-    """Sessions whose title or any entry's words contain `query` (any case)."""
+    """Sessions whose title or any entry's words contain `query` (any case), archived ones
+    included."""
     texts = search.matching_entries(owner, query).order_by().values("session_id")
-    return ChatSession.objects.filter(owner=owner).filter(
+    return ChatSession.objects.filter(ChatSession.kept(), owner=owner).filter(
         Q(title__icontains=query) | Q(pk__in=texts)
     )
 
 
+PINNED = Max(Case(When(pinned=True, then=1), default=0, output_field=IntegerField()))
+
+
 def chain_page(
-    owner: User, query: str = "", page_number: str | int | None = 1
+    owner: User, query: str = "", page_number: str | int | None = 1, *, archived: bool = False
 ) -> tuple[Page, list[Chain]]:
-    sessions = ChatSession.objects.filter(owner=owner)
+    """A page of chains, pinned ones first, then the latest active: the sessions in the list,
+    or (`archived`) those archived, or those that match `query`, archived or not."""
+    shown = ChatSession.objects.filter(ChatSession.kept(), owner=owner)
+    if not query:
+        shown = shown.filter(archived_at__isnull=not archived)
+    sessions = shown
     matched: set[int] = set()
     if query:
         matched_rows = list(matching(owner, query).values_list("pk", "chain_root_id"))
@@ -71,13 +80,13 @@ def chain_page(
     chains = (
         sessions.annotate(chain=CHAIN)
         .values("chain")
-        .annotate(last=Max("updated_at"))
-        .order_by("-last", "-chain")
+        .annotate(last=Max("updated_at"), pin=PINNED)
+        .order_by("-pin", "-last", "-chain")
     )
     page = Paginator(chains, CHAINS_PER_PAGE).get_page(page_number)
     chain_ids = [row["chain"] for row in page.object_list]
     members = (
-        ChatSession.objects.filter(in_chains(chain_ids), owner=owner)
+        shown.filter(in_chains(chain_ids))
         .annotate(messages=Count("entries", filter=Q(entries__kind=Entry.Kind.MESSAGE)))
         .order_by("created_at", "pk")
     )
@@ -96,7 +105,7 @@ def chain_of(session: ChatSession) -> list[ChatSession]:
     """Every session of the session's chain, oldest first."""
     return list(
         ChatSession.objects.filter(
-            in_chains([session.chain_id]), owner_id=session.owner_id
+            ChatSession.kept(), in_chains([session.chain_id]), owner_id=session.owner_id
         ).order_by("created_at", "pk")
     )
 

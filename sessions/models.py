@@ -35,6 +35,10 @@ class ChatSession(models.Model):
     handed_off_from = models.ForeignKey(
         "Entry", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    # A fork (the reference agent's /branch): the entry of another session it was copied up to.
+    forked_from = models.ForeignKey(
+        "Entry", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     # The first session of this session's chain of handoffs (empty: this one is the first).
     chain_root = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
@@ -48,6 +52,12 @@ class ChatSession(models.Model):
     # An imported session: the model its file ran on ("provider/model"), and its working folder.
     imported_model = models.CharField(max_length=200, blank=True)
     cwd = models.CharField(max_length=500, blank=True)
+
+    # Session care: pinned to the top of the list; archived (out of the list, still found by
+    # search); deleted (out of sight, restorable until AGENTWEB_UNDO_DELETE_SECONDS pass).
+    pinned = models.BooleanField(default=False)
+    archived_at = models.DateTimeField(null=True, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
 
     # The reply streaming now, saved every few seconds: what a crash would otherwise lose.
     partial_text = models.TextField(blank=True)
@@ -103,6 +113,11 @@ class ChatSession(models.Model):
     def was_interrupted(self) -> bool:
         """A claim whose process stopped renewing it: that generation died with its process."""
         return bool(self.generation_id) and not self.is_generating
+
+    @staticmethod
+    def kept() -> Q:
+        """Not deleted: the sessions a person sees, opens and finds."""
+        return Q(deleted_at__isnull=True)
 
     @staticmethod
     def claimable() -> Q:
@@ -164,6 +179,8 @@ class Entry(models.Model):
 
     # Set by transcript.fold: the tool results the page shows folded under this reply's calls.
     folded_results: dict[str, Entry] | None = None
+    # Set by the page: where it stands among its parent's children (a store.Siblings), if any.
+    siblings: Any = None
 
     class Meta:
         verbose_name_plural = "entries"
@@ -225,6 +242,10 @@ class Preferences(models.Model):
 
     user = models.OneToOneField(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agentweb_preferences"
+    )
+    # With Claude: a short title written by a cheap model call after the first reply.
+    generate_titles = models.BooleanField(
+        default=False, help_text="With Claude, a short generated title for new sessions."
     )
     # SPEC B14: review and edit the handoff document before the switch.
     review_handoff = models.BooleanField(

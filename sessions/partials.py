@@ -16,6 +16,8 @@ from django.utils.safestring import mark_safe
 from .models import ChatSession, Entry
 from .providers import catalog
 from .rendering import Blocks, render_markdown
+from .store import branch_outline
+from .transcript import window
 from .usage import Usage
 
 PAGE = "sessions/session.html"
@@ -25,6 +27,13 @@ def entry(entry: Entry) -> str:
     """An entry appended to the transcript."""
     inner = render_to_string(f"{PAGE}#entry", {"entry": entry})
     return f'<div hx-swap-oob="beforeend:#transcript">{inner}</div>'
+
+
+def transcript(session: ChatSession, *, before: int | None = None) -> str:
+    """The whole transcript, as of the session's branch now (it moved to another branch): its
+    latest window, or the window before entry `before`."""
+    context = {"session": session, "oob": True, **window(branch_outline(session), before)}
+    return render_to_string(f"{PAGE}#transcript", context)
 
 
 def title(session: ChatSession) -> str:

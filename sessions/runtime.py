@@ -285,6 +285,7 @@ class Turn:
     user: Entry | None = None  # the prompt, already stored as the session's user message
     handoff: bool = False  # the automatic handoff comes first
     status: str = ""  # the status line as the prompt begins
+    regenerate: bool = False  # another reply to the message the session's leaf is at
 
 
 def next_turn(session: ChatSession, generation_id: str, *, auto_handoff: bool) -> Turn:
@@ -324,6 +325,56 @@ def _begin(session: ChatSession, text: str, *, reread: bool) -> Turn:
     return Turn(text, user, status=partials.status(shown, **status_state(shown)))
 
 
+NOT_EDITABLE = "Only a message you wrote can be edited."
+NOT_REGENERABLE = "Only a reply to a message can be regenerated."
+
+
+def begin_branch(
+    session: ChatSession, entry_id: int, text: str | None, generation_id: str, channel: str
+) -> str | tuple[ChatSession, Turn, str]:
+    """An edit (`text`: the message's new wording) or a regeneration (`text` None) of entry
+    `entry_id`, in one database call: the session claimed, its leaf moved to the entry's
+    parent (the new message or reply goes beside the old one), and the job's first turn.
+
+    Returns a refusal, or the session as claimed, the turn, and the transcript as it is
+    now (before the new message), for every tab.
+    """
+    refusal = over_a_cap(session, commands.Prompt(text or ""))
+    if refusal:
+        return refusal
+    target = Entry.objects.filter(pk=entry_id, session_id=session.pk).first()
+    problem = _not_branchable(target, editing=text is not None)
+    if problem:
+        return problem
+    assert target is not None
+    with transaction.atomic():  # claimed and moved, or neither
+        if not claim(session.pk, generation_id, "prompt", channel):
+            return store.BUSY_BRANCHING
+        claimed = ChatSession.objects.get(pk=session.pk)
+        store.move_leaf(claimed, target.parent_id, generation_id=generation_id)
+        if text is None:
+            status = partials.status(claimed, **status_state(claimed))
+            return claimed, Turn(regenerate=True, status=status), partials.transcript(claimed)
+        turn = _begin(claimed, text, reread=False)
+    assert turn.user is not None
+    turn.user.siblings = store.siblings(turn.user)
+    return claimed, turn, partials.transcript(claimed, before=turn.user.pk)
+
+
+def _not_branchable(entry: Entry | None, *, editing: bool) -> str:
+    """Why this entry cannot be edited (or regenerated): empty when it can."""
+    if editing:
+        mine = entry is not None and entry.kind == Entry.Kind.MESSAGE and entry.role == "user"
+        return "" if mine and entry and not entry.data.get("purpose") else NOT_EDITABLE
+    reply = entry is not None and entry.kind == Entry.Kind.MESSAGE and entry.role == "assistant"
+    if not reply or not entry or entry.data.get("purpose") or entry.parent_id is None:
+        return NOT_REGENERABLE
+    asked = Entry.objects.filter(pk=entry.parent_id, kind=Entry.Kind.MESSAGE).values_list(
+        "role", flat=True
+    )
+    return "" if asked.first() in (Entry.Role.USER, Entry.Role.TOOL_RESULT) else NOT_REGENERABLE
+
+
 def set_kind(session_id: int, generation_id: str, kind: str) -> None:
     ChatSession.objects.filter(pk=session_id, generation_id=generation_id).update(
         generation_kind=kind, generation_started_at=timezone.now()
@@ -350,6 +401,15 @@ def status_state(session: ChatSession) -> dict[str, Any]:
         "context_before": context_before,
         "session_usage": usage.of_sessions([session.pk])[session.pk],
     }
+
+
+def announce_branch(session_id: int) -> None:
+    """Show the session's branch, just switched, in every tab of the session."""
+    session = ChatSession.objects.get(pk=session_id)
+    html = partials.transcript(session) + partials.status(session, **status_state(session))
+    async_to_sync(get_channel_layer().group_send)(
+        group_name(session_id), {"type": "session.update", "html": html}
+    )
 
 
 def announce_entry(session_id: int, entry: Entry) -> None:
@@ -452,11 +512,14 @@ class Job:
                         break
                     declined = outcome != "switched"
                     continue
-                if not turn.text:
+                if not turn.text and not turn.regenerate:
                     self.closing_status = turn.status
                     break
                 declined = False
                 self.status_ahead = turn.status
+                if turn.regenerate:
+                    await self.agent.regenerate()
+                    continue
                 await self.agent.prompt(turn.text, expand_prompt_templates=False, user=turn.user)
         except Exception:
             log.exception("generation %s failed", self.generation_id)
@@ -710,6 +773,24 @@ async def submit_prompt(session: ChatSession, text: str) -> Submitted:
     if claimed is not None:
         _launch(Job(claimed[0], generation_id, channel, turn=claimed[1]))
     return submitted
+
+
+async def branch_and_reply(session: ChatSession, entry_id: int, text: str | None = None) -> str:
+    """Edit a message you wrote (`text`: its new wording) or regenerate a reply (`text` None):
+    the new message or reply goes on a branch beside the old one, which every tab now shows,
+    and the model replies there. Returns a refusal, or an empty string."""
+    generation_id, channel = await _new_generation()
+    begun = await database_sync_to_async(begin_branch)(
+        session, entry_id, text, generation_id, channel
+    )
+    if isinstance(begun, str):
+        return begun
+    claimed, turn, transcript = begun
+    await get_channel_layer().group_send(
+        group_name(session.pk), {"type": "session.update", "html": transcript}
+    )
+    _launch(Job(claimed, generation_id, channel, turn=turn))
+    return ""
 
 
 async def start_handoff(session: ChatSession, focus: str) -> str | None:

@@ -66,6 +66,9 @@ def export_jsonl(session: ChatSession) -> Iterator[str]:
     }
     if session.parent_session_id:
         header["parentSession"] = f"agentweb-{session.parent_session_id}"
+    elif session.forked_from_id:
+        forked = Entry.objects.filter(pk=session.forked_from_id).values_list("session_id")
+        header["parentSession"] = f"agentweb-{forked[0][0]}" if forked else None
     yield _json_line(header)
     entries = sorted(
         Entry.objects.filter(session=session), key=lambda e: (e.pk == session.leaf_id, e.pk)

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
+from django.db.models.functions import Substr
 from django.utils import timezone
 
 from . import coverage
-from .context import LLMMessage, build_context, entry_parts
+from .context import LLMMessage, build_context, context_tokens, entry_parts
 from .models import ChatSession, Entry, PendingPrompt, PromptTemplate, text_of
 from .search import searchable
 
@@ -60,15 +62,215 @@ def leaf_of(session: ChatSession) -> int | None:
     return ChatSession.objects.values_list("leaf_id", flat=True).get(pk=session.pk)
 
 
-def branch_outline(session: ChatSession) -> list[tuple[int, str]]:
-    """(id, role) of each entry from the root to the leaf: the branch without its content, so a
-    page can choose which entries to load (one small query for any size)."""
+@dataclass(frozen=True)
+class Siblings:
+    """Where an entry stands among the entries that share its parent (the branches there)."""
+
+    position: int  # from 1, oldest first
+    count: int
+    previous: int | None  # the sibling before it, if any
+    next: int | None  # the sibling after it, if any
+
+
+class Outline(list[tuple[int, str]]):
+    """(id, role) of each entry from the root to the leaf, and the siblings of those that
+    have some: the branch without its content, so a page can choose which entries to load."""
+
+    def __init__(self, rows: Iterable[tuple[int, str]], siblings: dict[int, Siblings]) -> None:
+        super().__init__(rows)
+        self.siblings = siblings
+
+
+def branch_outline(session: ChatSession) -> Outline:
+    """The session's branch as an Outline: one small query for any size."""
     rows = Entry.objects.filter(session_id=session.pk).values_list("id", "parent_id", "role")
     parents: dict[int, int | None] = {}
     roles: dict[int, str] = {}
     for entry_id, parent_id, role in rows:
         parents[entry_id], roles[entry_id] = parent_id, role
-    return [(pk, roles[pk]) for pk in _path_to(leaf_of(session), parents)]
+    path = _path_to(leaf_of(session), parents)
+    children = _children(parents)
+    siblings = {
+        pk: found
+        for pk in path
+        if (found := _siblings_among(pk, children.get(parents[pk], []))) is not None
+    }
+    return Outline([(pk, roles[pk]) for pk in path], siblings)
+
+
+def _children(parents: Mapping[int, int | None]) -> dict[int | None, list[int]]:
+    """Each entry's children (the roots under None), oldest first."""
+    children: dict[int | None, list[int]] = {}
+    for entry_id in sorted(parents):
+        children.setdefault(parents[entry_id], []).append(entry_id)
+    return children
+
+
+def _siblings_among(entry_id: int, family: list[int]) -> Siblings | None:
+    if len(family) < 2:
+        return None
+    at = family.index(entry_id)
+    return Siblings(
+        at + 1,
+        len(family),
+        family[at - 1] if at > 0 else None,
+        family[at + 1] if at + 1 < len(family) else None,
+    )
+
+
+def siblings(entry: Entry) -> Siblings | None:
+    """Where this entry stands among its parent's children (one query)."""
+    family = Entry.objects.filter(session_id=entry.session_id, parent_id=entry.parent_id)
+    return _siblings_among(entry.pk, sorted(family.values_list("id", flat=True)))
+
+
+def _session_parents(session_id: int) -> dict[int, int | None]:
+    rows = Entry.objects.filter(session_id=session_id).values_list("id", "parent_id")
+    return dict(rows)
+
+
+def _tip(entry_id: int, children: Mapping[int | None, list[int]]) -> int:
+    """The newest entry of the subtree under `entry_id`: the end of the branch last written
+    there, which a switch to that branch shows."""
+    newest, stack = entry_id, [entry_id]
+    while stack:
+        current = stack.pop()
+        newest = max(newest, current)
+        stack.extend(children.get(current, []))
+    return newest
+
+
+class BranchRefused(Exception):
+    """A branch operation that cannot be done now, with the reason a person reads."""
+
+
+BUSY_BRANCHING = "Wait for the reply to end (or cancel it) before changing branches."
+NOT_AN_ENTRY = "That entry is not part of this session."
+
+
+def switch_branch(session: ChatSession, entry_id: int) -> int:
+    """Make the branch through entry `entry_id` the session's own: the leaf moves to the newest
+    entry under it. Returns the new leaf. Refused (BranchRefused) while a generation runs."""
+    with transaction.atomic():
+        parents = _session_parents(session.pk)
+        if entry_id not in parents:
+            raise BranchRefused(NOT_AN_ENTRY)
+        tip = _tip(entry_id, _children(parents))
+        move_leaf(session, tip)
+    return tip
+
+
+def move_leaf(session: ChatSession, leaf_id: int | None, *, generation_id: str = "") -> None:
+    """Point the session at another branch (None: before its first entry), with the context
+    size of that branch; refused (BranchRefused) while a generation runs, unless it is the
+    caller's own (`generation_id`: an edit or a regeneration about to reply)."""
+    mine = Q(generation_id=generation_id) if generation_id else Q(pk__in=[])
+    with transaction.atomic():
+        path = _path_to(leaf_id, _session_parents(session.pk)) if leaf_id is not None else []
+        size = context_tokens(entries_by_id(path))
+        moved = ChatSession.objects.filter(ChatSession.claimable() | mine, pk=session.pk).update(
+            leaf_id=leaf_id, context_tokens=size, updated_at=timezone.now()
+        )
+        if not moved:
+            raise BranchRefused(BUSY_BRANCHING)
+    session.leaf_id, session.context_tokens = leaf_id, size
+
+
+def fork(session: ChatSession, entry_id: int) -> ChatSession:
+    """A new session holding the branch from the root to entry `entry_id` (the reference
+    agent's /branch): copies of those entries, its lineage kept in `forked_from`."""
+    with transaction.atomic():
+        parents = _session_parents(session.pk)
+        if entry_id not in parents:
+            raise BranchRefused(NOT_AN_ENTRY)
+        originals = entries_by_id(_path_to(entry_id, parents))
+        new = ChatSession.objects.create(
+            owner_id=session.owner_id,
+            model=session.model,
+            title=session.title,
+            forked_from_id=entry_id,
+            imported_model=session.imported_model,
+            cwd=session.cwd,
+            context_tokens=context_tokens(originals),
+        )
+        copies = Entry.objects.bulk_create(
+            [_copy(original, new) for original in originals], batch_size=500
+        )
+        new_id = {original.pk: copy.pk for original, copy in zip(originals, copies, strict=True)}
+        for original, copy in zip(originals, copies, strict=True):
+            copy.parent_id = new_id.get(original.parent_id) if original.parent_id else None
+            refs = copy.data.get("refs")
+            if isinstance(refs, dict):
+                copy.data["refs"] = {k: new_id[v] for k, v in refs.items() if v in new_id}
+        Entry.objects.bulk_update(copies, ["parent", "data"], batch_size=500)
+        ChatSession.objects.filter(pk=new.pk).update(leaf_id=copies[-1].pk if copies else None)
+    new.refresh_from_db()
+    return new
+
+
+def _copy(entry: Entry, session: ChatSession) -> Entry:
+    fields = {
+        field.attname: getattr(entry, field.attname)
+        for field in Entry._meta.concrete_fields
+        if field.attname not in ("id", "session_id", "parent_id")
+    }
+    return Entry(session_id=session.pk, **fields)
+
+
+@dataclass(frozen=True)
+class TreeRow:
+    """One line of the tree view."""
+
+    id: int
+    depth: int  # how many forks lie above it
+    label: str  # who speaks, or what kind of entry it is
+    text: str  # the start of its text
+    on_branch: bool  # on the session's current branch
+    is_leaf: bool
+    forks: int  # how many branches start under it (0 or 1: none)
+
+
+TREE_TEXT = 100  # characters of each entry the tree view shows
+
+
+def tree(session: ChatSession) -> list[TreeRow]:
+    """The whole session tree, depth first, oldest branch first; a new depth only where the
+    tree forks, so a long linear session stays flat (one query, no content loaded)."""
+    rows = Entry.objects.filter(session_id=session.pk).values_list(
+        "id", "parent_id", "kind", "role", "custom_type", Substr("search_text", 1, TREE_TEXT)
+    )
+    parents: dict[int, int | None] = {}
+    about: dict[int, tuple[str, str]] = {}
+    for entry_id, parent_id, kind, role, custom_type, text in rows:
+        parents[entry_id] = parent_id
+        about[entry_id] = (_tree_label(kind, role, custom_type), " ".join(text.split()))
+    children = _children(parents)
+    leaf = leaf_of(session)
+    branch = set(_path_to(leaf, parents))
+    lines: list[TreeRow] = []
+    stack = [(root, 0) for root in reversed(children.get(None, []))]
+    if len(stack) > 1:
+        stack = [(root, 1) for root, _ in stack]
+    while stack:
+        entry_id, depth = stack.pop()
+        label, text = about[entry_id]
+        under = children.get(entry_id, [])
+        lines.append(
+            TreeRow(entry_id, depth, label, text, entry_id in branch, entry_id == leaf, len(under))
+        )
+        deeper = depth + 1 if len(under) > 1 else depth
+        stack.extend((child, deeper) for child in reversed(under))
+    return lines
+
+
+def _tree_label(kind: str, role: str, custom_type: str) -> str:
+    if kind == Entry.Kind.MESSAGE:
+        return {"user": "You", "assistant": "Assistant", "toolResult": "Tool result"}.get(
+            role, role
+        )
+    if kind == Entry.Kind.CUSTOM_MESSAGE and custom_type == "handoff":
+        return "Handoff document"
+    return kind.replace("_", " ").capitalize()
 
 
 def _path_to(leaf_id: int | None, parents: Mapping[int, int | None]) -> list[int]:
@@ -101,7 +303,10 @@ def append_message(
     cache_read_tokens: int = 0,
     cache_write_tokens: int = 0,
     data: dict[str, Any] | None = None,
+    with_siblings: bool = False,
 ) -> Entry:
+    """A message under the leaf, made the leaf; `with_siblings`: the entry knows its siblings
+    (it was written beside others: the page shows its branch switcher at once)."""
     entry = _append(
         session,
         kind=Entry.Kind.MESSAGE,
@@ -120,6 +325,8 @@ def append_message(
         title = title_from(text_of(content))
         ChatSession.objects.filter(pk=session.pk, title="").update(title=title)
         session.title = title
+    if with_siblings:
+        entry.siblings = siblings(entry)
     return entry
 
 
@@ -243,7 +450,7 @@ def count_messages(entries: Sequence[Entry]) -> int:
 
 
 def owned_session(owner: User, session_id: int) -> ChatSession | None:
-    return ChatSession.objects.filter(pk=session_id, owner=owner).first()
+    return ChatSession.objects.filter(ChatSession.kept(), pk=session_id, owner=owner).first()
 
 
 def hand_off(

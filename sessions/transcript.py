@@ -13,6 +13,7 @@ from typing import Any
 
 from .context import bash_failed, bash_text, block_texts, image_placeholder, tool_call_line
 from .models import Entry
+from .store import Outline, entries_by_id
 
 SHOWN_RESULT_CHARS = 20_000  # a longer tool output is cut in the page (the export has it all)
 
@@ -96,6 +97,30 @@ def _bash_block(message: dict[str, Any]) -> Block:
         "excluded": bool(message.get("excludeFromContext")),
         "context_text": bash_text(message),
     }
+
+
+WINDOW = 200  # entries rendered at once; earlier ones load on demand
+
+
+def window(outline: Outline, before: int | None = None) -> dict[str, Any]:
+    """The last WINDOW entries before entry `before` (or the end), and how many precede them:
+    only those entries are loaded, whatever the session's size. Each knows its siblings."""
+    end = next((i for i, (pk, _) in enumerate(outline) if pk == before), len(outline))
+    roles = [role for _, role in outline]
+    start = start_of_window(roles, max(0, end - WINDOW))
+    shown = with_siblings(entries_by_id([pk for pk, _ in outline[start:end]]), outline)
+    return {
+        "entries": fold(shown),
+        "earlier": start,
+        "earlier_before": shown[0].pk if shown else 0,
+    }
+
+
+def with_siblings(entries: list[Entry], outline: Outline) -> list[Entry]:
+    """The entries, each told where it stands among its siblings (for the branch switcher)."""
+    for entry in entries:
+        entry.siblings = outline.siblings.get(entry.pk)
+    return entries
 
 
 def start_of_window(roles: Sequence[str], start: int) -> int:

@@ -12,6 +12,19 @@ urlpatterns = [
     path("sessions/<int:session_id>/", views.session_page, name="session"),
     path("sessions/<int:session_id>/rename/", views.rename, name="rename"),
     path("sessions/<int:session_id>/model/", views.change_model, name="model"),
+    path("sessions/<int:session_id>/branch/", views.switch_branch, name="switch"),
+    path("sessions/<int:session_id>/fork/", views.fork, name="fork"),
+    path("sessions/<int:session_id>/tree/", views.tree, name="tree"),
+    *(
+        path(
+            f"sessions/<int:session_id>/{action.replace('_', '-')}/",
+            views.care_for,
+            {"action": action},
+            name=action,
+        )
+        for action in ("pin", "unpin", "archive", "unarchive", "delete", "delete_chain")
+    ),
+    path("sessions/<int:session_id>/restore/", views.restore, name="restore"),
     path("sessions/<int:session_id>/entries/", views.earlier_entries, name="earlier"),
     path("sessions/<int:session_id>/export.md", views.export, {"fmt": "md"}, name="export_md"),
     path(

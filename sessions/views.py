@@ -9,10 +9,12 @@ from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 from django_htmx.middleware import HtmxDetails
 
 from . import (
+    care,
     commands,
     coverage,
     handoff,
@@ -38,13 +40,21 @@ class AuthenticatedRequest(HttpRequest):
 
 def _own_session(request: AuthenticatedRequest, session_id: int) -> ChatSession:
     return get_object_or_404(
-        ChatSession.objects.select_related("parent_session"), pk=session_id, owner=request.user
+        ChatSession.objects.select_related("parent_session", "forked_from__session").filter(
+            ChatSession.kept()
+        ),
+        pk=session_id,
+        owner=request.user,
     )
 
 
 def index(request: AuthenticatedRequest) -> HttpResponse:
     query = request.GET.get("q", "").strip()[:200]
-    page, chains = listing.chain_page(request.user, query, request.GET.get("page"))
+    archived = request.GET.get("archived") == "1" and not query
+    care.purge(request.user)
+    page, chains = listing.chain_page(
+        request.user, query, request.GET.get("page"), archived=archived
+    )
     hits = search.find(request.user, query) if query else []
     return render(
         request,
@@ -53,6 +63,11 @@ def index(request: AuthenticatedRequest) -> HttpResponse:
             "page": page,
             "chains": chains,
             "query": query,
+            "archived": archived,
+            "archived_count": ChatSession.objects.filter(
+                ChatSession.kept(), owner=request.user, archived_at__isnull=False
+            ).count(),
+            "deleted": care.recently_deleted(request.user),
             "hits": hits,
             "default_model": catalog.default_model(),
             "import_form": ImportForm(),
@@ -66,31 +81,14 @@ def new_session(request: AuthenticatedRequest) -> HttpResponse:
     return redirect(session)
 
 
-TRANSCRIPT_WINDOW = 200  # entries rendered at once; earlier ones load on demand
-
-
-def _window(outline: list[tuple[int, str]], before: int | None = None) -> dict[str, Any]:
-    """The last TRANSCRIPT_WINDOW entries before entry `before` (or the end), and how many
-    precede them: only those entries are loaded, whatever the session's size."""
-    end = next((i for i, (pk, _) in enumerate(outline) if pk == before), len(outline))
-    roles = [role for _, role in outline]
-    start = transcript.start_of_window(roles, max(0, end - TRANSCRIPT_WINDOW))
-    shown = store.entries_by_id([pk for pk, _ in outline[start:end]])
-    return {
-        "entries": transcript.fold(shown),
-        "earlier": start,
-        "earlier_before": shown[0].pk if shown else 0,
-    }
-
-
 def _end_around(outline: list[tuple[int, str]], at: str) -> int:
     """Where a window showing entry `at` ends: the end, unless the entry is older than the
     latest window; then half a window past it."""
     ids = [pk for pk, _ in outline]
     index = ids.index(int(at)) if at.isdigit() and int(at) in ids else len(ids)
-    if index >= len(ids) - TRANSCRIPT_WINDOW:
+    if index >= len(ids) - transcript.WINDOW:
         return len(ids)
-    return min(len(ids), index + TRANSCRIPT_WINDOW // 2)
+    return min(len(ids), index + transcript.WINDOW // 2)
 
 
 def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
@@ -103,9 +101,10 @@ def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse
     before = outline[end][0] if end < len(outline) else None
     context = {
         **partials.status_context(session, **runtime.status_state(session)),
-        **_window(outline, before),
+        **transcript.window(outline, before),
         "newer_hidden": len(outline) - end,
         "children": list(session.children.order_by("created_at")),
+        "forks": list(ChatSession.objects.filter(forked_from__session=session).order_by("pk")),
         "commands": commands.REGISTRY.values(),
         "ws_url": f"/ws/sessions/{session.pk}/?after={after}",
         "live_text": None,
@@ -124,9 +123,100 @@ def earlier_entries(request: AuthenticatedRequest, session_id: int) -> HttpRespo
     context = {
         "session": session,
         "with_entries": True,
-        **_window(store.branch_outline(session), before),
+        **transcript.window(store.branch_outline(session), before),
     }
     return render(request, "sessions/session.html#earlier", context)
+
+
+CARE_DONE = {
+    "pin": "Pinned “{}” to the top of the list.",
+    "unpin": "Unpinned “{}”.",
+    "archive": "Archived “{}”: it is out of the list, and search still finds it.",
+    "unarchive": "“{}” is back in the list.",
+    "delete": "Deleted “{}”. You can undo it under Recently deleted.",
+    "delete_chain": "Deleted the {count} sessions of “{}”. You can undo it under Recently deleted.",
+}
+
+
+@require_POST
+def care_for(request: AuthenticatedRequest, session_id: int, action: str) -> HttpResponse:
+    """Pin, archive or delete a session (or delete its chain), then back to where it was asked."""
+    session = _own_session(request, session_id)
+    count = 1
+    if action in ("pin", "unpin"):
+        care.set_pinned(session, action == "pin")
+    elif action in ("archive", "unarchive"):
+        care.set_archived(session, action == "archive")
+    else:
+        count = care.delete(session, whole_chain=action == "delete_chain")
+    messages.success(request, CARE_DONE[action].format(session.display_title, count=count))
+    back = request.POST.get("next", "")
+    deleted = action.startswith("delete")
+    if deleted or not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+        return redirect("chat:index")
+    return redirect(back)
+
+
+@require_POST
+def restore(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
+    """Undo a delete: the session, and those deleted with it, come back."""
+    care.purge(request.user)  # past its undo time, a session is gone
+    restored = get_object_or_404(ChatSession, pk=session_id, owner=request.user)
+    count = care.restore(request.user, session_id)
+    if not count:
+        messages.info(request, f"“{restored.display_title}” is not deleted.")
+        return redirect("chat:index")
+    more = f" and {count - 1} more session{'s' if count > 2 else ''}" if count > 1 else ""
+    messages.success(request, f"Restored “{restored.display_title}”{more}.")
+    return redirect("chat:index")
+
+
+def _entry_id(value: str | None) -> int:
+    return int(value) if value and value.isdigit() and len(value) < 19 else 0
+
+
+def _refused(request: AuthenticatedRequest, session: ChatSession, reason: str) -> HttpResponse:
+    """A branch action that could not be done: said where the person is looking."""
+    if request.htmx:
+        return HttpResponse(partials.notice(reason, "error"))  # swapped out of band
+    messages.error(request, reason)
+    return redirect(session)
+
+
+@require_POST
+def switch_branch(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
+    """The branch switcher and the tree view: the session goes on from the branch through the
+    entry (every tab shows it); without htmx, the page shows that entry."""
+    session = _own_session(request, session_id)
+    entry_id = _entry_id(request.POST.get("entry"))
+    try:
+        store.switch_branch(session, entry_id)
+    except store.BranchRefused as refused:
+        return _refused(request, session, str(refused))
+    runtime.announce_branch(session.pk)
+    if request.htmx:
+        return HttpResponse(status=204)
+    return redirect(f"{session.get_absolute_url()}?at={entry_id}#entry-{entry_id}")
+
+
+@require_POST
+def fork(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
+    """A new session from the branch up to an entry (the reference agent's /branch)."""
+    session = _own_session(request, session_id)
+    try:
+        forked = store.fork(session, _entry_id(request.POST.get("entry")))
+    except store.BranchRefused as refused:
+        return _refused(request, session, str(refused))
+    messages.success(request, f"Forked from {session.display_title} (#{session.pk}).")
+    if request.htmx:
+        return HttpResponse(status=204, headers={"HX-Redirect": forked.get_absolute_url()})
+    return redirect(forked)
+
+
+def tree(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
+    """Every branch of the session (the reference agent's /tree): any entry is a jump away."""
+    session = _own_session(request, session_id)
+    return render(request, "sessions/tree.html", {"session": session, "rows": store.tree(session)})
 
 
 @require_POST
@@ -231,9 +321,9 @@ def _column(
     Only the window's entries are loaded."""
     size = len(outline)
     at = next((i for i, (pk, _) in enumerate(outline) if pk == focus), size - 1)
-    start = max(0, min(at - (TRANSCRIPT_WINDOW - AFTER_FOCUS), size - TRANSCRIPT_WINDOW))
+    start = max(0, min(at - (transcript.WINDOW - AFTER_FOCUS), size - transcript.WINDOW))
     start = transcript.start_of_window([role for _, role in outline], start)
-    end = min(size, start + TRANSCRIPT_WINDOW, max(at + AFTER_FOCUS + 1, TRANSCRIPT_WINDOW))
+    end = min(size, start + transcript.WINDOW, max(at + AFTER_FOCUS + 1, transcript.WINDOW))
     shown = store.entries_by_id([pk for pk, _ in outline[start:end]])
     return {
         "side": side,

@@ -44,6 +44,12 @@
     if (event.target.closest && event.target.closest("#cancel") && composer()) composer().focus();
   });
 
+  // A form that destroys something asks first (its data-confirm text).
+  document.addEventListener("submit", (event) => {
+    const question = event.target.dataset && event.target.dataset.confirm;
+    if (question && !window.confirm(question)) event.preventDefault();
+  });
+
   // Copy: a message's text, or a code block's code.
   function copyText(text, button) {
     const done = () => { button.classList.add("copied"); setTimeout(() => button.classList.remove("copied"), 1500); };

@@ -120,7 +120,10 @@ def chat_urls(session_id: int, other_id: int) -> list[tuple[str, str]]:
     return found
 
 
-POST_ONLY = {"new", "import", "rename", "model"}
+POST_ONLY = {
+    "new", "import", "rename", "model", "switch", "fork", "pin", "unpin", "archive", "unarchive",
+    "delete", "delete_chain", "restore",
+}  # fmt: skip
 
 
 def test_every_url_asks_a_stranger_to_sign_in_and_shows_nothing(client, owner):

@@ -122,7 +122,11 @@ async def test_with_review_on_the_prompt_waits_for_the_reviewed_switch(
     html = await tab.until("Review the handoff document")
     await runtime.wait_idle()
     assert await db_async(PendingPrompt.objects.filter(session=old).count)() == 1
-    reply_id = int(re.search(r'name="entry" value="(\d+)"', html).group(1))
+    reply_id = int(
+        re.search(
+            r'value="handoff_confirm">\s*<input type="hidden" name="entry" value="(\d+)"', html
+        ).group(1)
+    )
     await tab.send(action="handoff_confirm", entry=reply_id, document=DOCUMENT)
     await tab.until("data-url=")
     await runtime.wait_idle()

@@ -277,7 +277,11 @@ async def test_with_review_on_the_user_edits_the_document_before_the_switch(
     html = await tab.until("Review the handoff document")
     await runtime.wait_idle()
     assert await session_count() == 1
-    reply_id = int(re.search(r'name="entry" value="(\d+)"', html).group(1))
+    reply_id = int(
+        re.search(
+            r'value="handoff_confirm">\s*<input type="hidden" name="entry" value="(\d+)"', html
+        ).group(1)
+    )
     await tab.send(
         action="handoff_confirm", entry=str(reply_id), document="## Goal\nEdited by hand."
     )
@@ -307,7 +311,11 @@ async def reviewed_document(owner, fake_anthropic, open_tab, *, while_generating
     fake_anthropic.release()
     html = await tab.until("Review the handoff document")
     await runtime.wait_idle()
-    reply_id = int(re.search(r'name="entry" value="(\d+)"', html).group(1))
+    reply_id = int(
+        re.search(
+            r'value="handoff_confirm">\s*<input type="hidden" name="entry" value="(\d+)"', html
+        ).group(1)
+    )
     return old, tab, reply_id
 
 

@@ -1,11 +1,16 @@
-"""Session care (issue 11, item 3): titles cut at a word boundary, and the sessions of a chain
-told apart by their part and date, in the list and on the page."""
+"""Session care (issue 11, item 3): titles cut at a word boundary, the sessions of a chain told
+apart by their part and date, pin, archive, and delete with undo (one session or a chain)."""
 
 from __future__ import annotations
 
-import pytest
+import re
+from datetime import timedelta
 
-from sessions import store
+import pytest
+from django.utils import timezone
+
+from sessions import care, store
+from sessions.models import ChatSession, Entry
 
 from .conftest import make_session
 
@@ -60,3 +65,115 @@ def test_a_later_session_of_a_chain_says_which_part_it_is(client, owner):
     assert "part 3 · " in client.get(third.get_absolute_url()).content.decode()
     assert "part 2 · " in client.get(second.get_absolute_url()).content.decode()
     assert "part 1" not in client.get(first.get_absolute_url()).content.decode()
+
+
+def titled(owner, title: str, **fields):
+    session = make_session(owner, exchanges=1)
+    ChatSession.objects.filter(pk=session.pk).update(title=title, **fields)
+    return ChatSession.objects.get(pk=session.pk)
+
+
+def listed_titles(client, url: str = "/") -> list[str]:
+    page = client.get(url).content.decode()
+    return re.findall(r'<a href="/sessions/\d+/">([^<]+)</a></span>', page)
+
+
+def test_a_pinned_session_leads_the_list_until_it_is_unpinned(client, owner):
+    client.force_login(owner)
+    older = titled(owner, "Older work")
+    titled(owner, "Newer work")
+    assert listed_titles(client) == ["Newer work", "Older work"]
+    response = client.post(f"/sessions/{older.pk}/pin/", {"next": "/"}, follow=True)
+    assert response.redirect_chain == [("/", 302)]
+    assert "Pinned “Older work” to the top of the list." in response.content.decode()
+    assert listed_titles(client) == ["Older work", "Newer work"]
+    client.post(f"/sessions/{older.pk}/unpin/")
+    assert listed_titles(client) == ["Newer work", "Older work"]
+
+
+def test_an_archived_session_leaves_the_list_but_search_still_finds_it(client, owner):
+    client.force_login(owner)
+    session = titled(owner, "Parser port")
+    store.append_message(session, "user", [{"type": "text", "text": "the zanzibar config"}])
+    client.post(f"/sessions/{session.pk}/archive/")
+    assert listed_titles(client) == []
+    assert "Archived (1)" in client.get("/").content.decode()
+    assert listed_titles(client, "/?archived=1") == ["Parser port"]
+    found = client.get("/?q=zanzibar").content.decode()
+    assert '<span class="badge">archived</span>' in found
+    assert f'href="/sessions/{session.pk}/?at=' in found  # the hit jumps to the entry
+    client.post(f"/sessions/{session.pk}/unarchive/")
+    assert listed_titles(client) == ["Parser port"]
+
+
+def test_a_deleted_session_is_gone_from_everywhere_until_it_is_restored(client, owner):
+    client.force_login(owner)
+    session = titled(owner, "Secret plans")
+    store.append_message(session, "user", [{"type": "text", "text": "the zanzibar config"}])
+    response = client.post(f"/sessions/{session.pk}/delete/")
+    assert response.url == "/"
+    page = client.get("/").content.decode()
+    assert "Deleted “Secret plans”. You can undo it under Recently deleted." in page
+    assert listed_titles(client) == []
+    assert client.get(session.get_absolute_url()).status_code == 404
+    assert "No session mentions “zanzibar”." in client.get("/?q=zanzibar").content.decode()
+    assert store.owned_session(owner, session.pk) is None  # its socket is refused
+    assert "Undo delete" in page
+    client.post(f"/sessions/{session.pk}/restore/")
+    assert listed_titles(client) == ["Secret plans"]
+    assert client.get(session.get_absolute_url()).status_code == 200
+    assert Entry.objects.filter(session=session).count() == 3
+
+
+def test_a_whole_chain_is_deleted_and_restored_together(client, owner):
+    client.force_login(owner)
+    first, second, third = chain_of_three(owner)
+    assert "Delete all 3" in client.get("/").content.decode()
+    client.post(f"/sessions/{third.pk}/delete-chain/")
+    assert "Deleted the 3 sessions of" in client.get("/").content.decode()
+    assert ChatSession.objects.filter(deleted_at__isnull=True).count() == 0
+    client.post(f"/sessions/{second.pk}/restore/")
+    assert ChatSession.objects.filter(deleted_at__isnull=True).count() == 3
+    assert "Restored" in client.get("/").content.decode()
+
+
+def test_after_the_undo_time_a_deleted_session_is_purged_with_its_entries(client, owner, settings):
+    client.force_login(owner)
+    session = titled(owner, "Old")
+    care.delete(session)
+    ChatSession.objects.filter(pk=session.pk).update(
+        deleted_at=timezone.now() - timedelta(seconds=settings.AGENTWEB_UNDO_DELETE_SECONDS + 1)
+    )
+    assert "Recently deleted" not in client.get("/").content.decode()  # the list purges
+    assert not ChatSession.objects.filter(pk=session.pk).exists()
+    assert not Entry.objects.filter(session_id=session.pk).exists()
+    assert client.post(f"/sessions/{session.pk}/restore/").status_code == 404
+
+
+def test_delete_asks_first_in_the_page(client, owner):
+    client.force_login(owner)
+    session = titled(owner, "Keep me")
+    page = client.get(session.get_absolute_url()).content.decode()
+    assert 'data-confirm="Delete this session? You can undo it for a while."' in page
+    listed = client.get("/").content.decode()
+    assert 'data-confirm="Delete “Keep me”? You can undo it for a while."' in listed
+
+
+def test_another_users_session_cannot_be_pinned_archived_deleted_or_restored(
+    client, owner, other_user
+):
+    theirs = titled(other_user, "Theirs")
+    client.force_login(owner)
+    for action in ("pin", "archive", "delete", "delete-chain"):
+        assert client.post(f"/sessions/{theirs.pk}/{action}/").status_code == 404
+    care.delete(theirs)
+    assert client.post(f"/sessions/{theirs.pk}/restore/").status_code == 404
+    assert ChatSession.objects.get(pk=theirs.pk).deleted_at is not None
+    assert ChatSession.objects.get(pk=theirs.pk).pinned is False
+
+
+def test_a_redirect_back_goes_only_to_this_site(client, owner):
+    client.force_login(owner)
+    session = titled(owner, "Mine")
+    response = client.post(f"/sessions/{session.pk}/pin/", {"next": "https://evil.example/"})
+    assert response.url == "/"

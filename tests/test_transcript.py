@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from sessions import session_file, store, transcript, views
+from sessions import session_file, store, transcript
 from sessions.models import Entry
 
 from .test_context import version_3
@@ -77,7 +77,7 @@ def test_a_window_of_the_transcript_never_starts_with_a_tool_result(owner):
         )
     branch = store.get_branch(session)
     assert transcript.start_of_window([e.role for e in branch], 3) == 2
-    shown = views._window(store.branch_outline(session))["entries"]
+    shown = transcript.window(store.branch_outline(session))["entries"]
     assert [e.role for e in shown] == ["assistant"] * 5
     assert shown[-1].shown_blocks[0]["result"] == "result 4"
 

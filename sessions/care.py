@@ -1,0 +1,90 @@
+"""Session care: pin, archive, and delete with time to undo it.
+
+A deleted session is out of sight at once (the list, search, its pages and socket) but kept
+for AGENTWEB_UNDO_DELETE_SECONDS, so a delete by mistake can be undone; after that it is
+purged with its entries. Sessions deleted together (a whole chain) come back together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from .listing import in_chains
+from .models import ChatSession
+
+
+def set_pinned(session: ChatSession, pinned: bool) -> None:
+    ChatSession.objects.filter(pk=session.pk).update(pinned=pinned)
+
+
+def set_archived(session: ChatSession, archived: bool) -> None:
+    """Archived sessions leave the list (search still finds them); unarchived, they return."""
+    ChatSession.objects.filter(pk=session.pk).update(
+        archived_at=timezone.now() if archived else None
+    )
+
+
+def delete(session: ChatSession, *, whole_chain: bool = False) -> int:
+    """Delete the session (or every session of its chain), restorable for a while; how many."""
+    sessions = ChatSession.objects.filter(ChatSession.kept(), owner_id=session.owner_id)
+    chosen = sessions.filter(in_chains([session.chain_id])) if whole_chain else sessions
+    if not whole_chain:
+        chosen = chosen.filter(pk=session.pk)
+    return chosen.update(deleted_at=timezone.now())
+
+
+def restore(owner: User, session_id: int) -> int:
+    """Bring back a deleted session and those deleted with it; how many (0: too late)."""
+    deleted = _restorable(owner).filter(pk=session_id).values_list("deleted_at", flat=True)
+    moment = deleted.first()
+    if moment is None:
+        return 0
+    return _restorable(owner).filter(deleted_at=moment).update(deleted_at=None)
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """Sessions deleted together, as the list offers them back."""
+
+    sessions: list[ChatSession]
+    deleted_at: datetime
+
+    @property
+    def first(self) -> ChatSession:
+        return self.sessions[0]
+
+    @property
+    def until(self) -> datetime:
+        return self.deleted_at + timedelta(seconds=settings.AGENTWEB_UNDO_DELETE_SECONDS)
+
+
+def recently_deleted(owner: User) -> list[Deleted]:
+    """What can still be restored, the latest deletion first."""
+    groups: dict[datetime, list[ChatSession]] = {}
+    for session in _restorable(owner).order_by("-deleted_at", "created_at", "pk"):
+        assert session.deleted_at is not None
+        groups.setdefault(session.deleted_at, []).append(session)
+    return [Deleted(sessions, moment) for moment, sessions in groups.items()]
+
+
+def purge(owner: User | None = None) -> int:
+    """Delete for good what was deleted longer ago than the undo time; how many sessions."""
+    expired = ChatSession.objects.filter(deleted_at__lt=_oldest_restorable())
+    if owner is not None:
+        expired = expired.filter(owner=owner)
+    _, deleted = expired.delete()
+    return deleted.get("chat.ChatSession", 0)
+
+
+def _restorable(owner: User) -> QuerySet[ChatSession]:
+    return ChatSession.objects.filter(owner=owner, deleted_at__gte=_oldest_restorable())
+
+
+def _oldest_restorable() -> datetime:
+    return timezone.now() - timedelta(seconds=settings.AGENTWEB_UNDO_DELETE_SECONDS)
