@@ -19,12 +19,20 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from . import context, coverage, handoff, store, window
+from . import context, coverage, handoff, store, thinking, window
 from .context import ASSISTANT, USER, add_to_context, estimate_tokens
 from .coverage import Item
 from .handoff import NothingToHandOff, StructureReport
 from .models import ChatSession, Entry, PendingPrompt, Preferences
-from .providers import Provider, ProviderError, StreamEnd, TextDelta, Usage, get_provider
+from .providers import (
+    Provider,
+    ProviderError,
+    StreamEnd,
+    TextDelta,
+    ThinkingDelta,
+    Usage,
+    get_provider,
+)
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +83,18 @@ class _Reply:
     length: int = 0
     usage: Usage = field(default_factory=Usage)
     error_kind: str = ""
+    thinking: list[str] = field(default_factory=list)
+    signature: str = ""
+
+    def content(self) -> list[dict[str, Any]]:
+        """The reply's blocks as stored: its thinking (if any), then its text."""
+        blocks: list[dict[str, Any]] = []
+        if self.thinking:
+            thought = {"type": "thinking", "thinking": "".join(self.thinking)}
+            blocks.append({**thought, "signature": self.signature} if self.signature else thought)
+        if self.text:
+            blocks.append({"type": "text", "text": self.text})
+        return blocks
 
     def add(self, text: str) -> None:
         self.parts.append(text)
@@ -110,6 +130,7 @@ class AgentSession:
         generation_id: str = "",
         on_delta: Callable[[str], None] | None = None,
         on_stream_end: Callable[[], Awaitable[None]] | None = None,
+        on_thinking: Callable[[str], None] | None = None,
     ) -> None:
         self.session = session
         self.provider = provider or get_provider(session.model)
@@ -120,6 +141,7 @@ class AgentSession:
         # Called when a reply's stream ends, before the reply is saved: text `on_delta` holds
         # back for its next batch goes out without waiting for the save.
         self.on_stream_end = on_stream_end
+        self.on_thinking = on_thinking  # streamed thinking, as `on_delta` gets the text
         self.generation_id = generation_id
         self.messages: list[dict[str, Any]] = []
         self.todo_reminder_counter = 0
@@ -251,7 +273,11 @@ class AgentSession:
         self.partial_purpose, self.partial_stage = purpose, ""
         await self._emit("message_start", role=Entry.Role.ASSISTANT, purpose=purpose)
         messages = self.messages if prepared.messages is None else prepared.messages
-        status, error, outer_cancelled = await self._stream(reply, messages, prepared.failure)
+        # A reply thinks at the session's level; a handoff's document streams at once.
+        budget = 0 if purpose else thinking.budget(self.session.thinking_level)
+        status, error, outer_cancelled = await self._stream(
+            reply, messages, prepared.failure, thinking_budget=budget
+        )
         if self.on_stream_end is not None:
             await asyncio.shield(self.on_stream_end())
         if status == Entry.Status.COMPLETE and not reply.text.strip():
@@ -266,7 +292,7 @@ class AgentSession:
             "cache_write_tokens": reply.usage.cache_write_tokens,
             "data": {**({"purpose": purpose} if purpose else {}), **prepared.data},
         }
-        content = [{"type": "text", "text": reply.text}] if reply.text else []
+        content = reply.content()
         await self._settle_partial()
         if not self._keep:  # the claim was lost: whoever took over keeps the saved partial
             await self._emit("message_end", role=Entry.Role.ASSISTANT, purpose=purpose)
@@ -289,6 +315,7 @@ class AgentSession:
         messages: list[dict[str, Any]],
         failure: str = "",
         max_tokens: int | None = None,
+        thinking_budget: int = 0,
     ) -> tuple[str, str, bool]:
         """Stream one model call into `reply`, as a task an abort can cancel.
 
@@ -297,7 +324,9 @@ class AgentSession:
         """
         if failure:
             return Entry.Status.FAILED, failure, False
-        self._stream_task = asyncio.create_task(self._consume(reply, messages, max_tokens))
+        self._stream_task = asyncio.create_task(
+            self._consume(reply, messages, max_tokens, thinking_budget)
+        )
         if self._aborted:  # cancelled before the reply began
             self._stream_task.cancel()
         try:
@@ -317,11 +346,23 @@ class AgentSession:
         return Entry.Status.COMPLETE, "", False
 
     async def _consume(
-        self, reply: _Reply, messages: list[dict[str, Any]], max_tokens: int | None = None
+        self,
+        reply: _Reply,
+        messages: list[dict[str, Any]],
+        max_tokens: int | None = None,
+        thinking_budget: int = 0,
     ) -> None:
         self._saved_chars = 0
-        async for event in self.provider.stream(messages, max_tokens=max_tokens):
-            if isinstance(event, TextDelta):
+        stream = self.provider.stream(
+            messages, max_tokens=max_tokens, thinking_budget=thinking_budget
+        )
+        async for event in stream:
+            if isinstance(event, ThinkingDelta):
+                reply.thinking.append(event.text)
+                reply.signature = event.signature or reply.signature
+                if event.text and self.on_thinking is not None:
+                    self.on_thinking(event.text)
+            elif isinstance(event, TextDelta):
                 reply.add(event.text)
                 if self.on_delta is not None:
                     self.on_delta(event.text)  # synchronous: an abort cannot cut it in half

@@ -25,6 +25,7 @@ REGISTRY: dict[str, Command] = {
             "Write a handoff document and continue in a new session seeded with it",
             "[focus instructions]",
         ),
+        Command("thinking", "Set how much Claude thinks before replying", "[off|low|medium|high]"),
         Command("help", "List the slash commands"),
     )
 }

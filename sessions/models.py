@@ -53,6 +53,9 @@ class ChatSession(models.Model):
     imported_model = models.CharField(max_length=200, blank=True)
     cwd = models.CharField(max_length=500, blank=True)
 
+    # How much Claude thinks before replying (sessions.thinking): the latest
+    # thinking_level_change on the branch.
+    thinking_level = models.CharField(max_length=16, default="off")
     # Session care: pinned to the top of the list; archived (out of the list, still found by
     # search); deleted (out of sight, restorable until AGENTWEB_UNDO_DELETE_SECONDS pass).
     pinned = models.BooleanField(default=False)

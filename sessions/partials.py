@@ -13,6 +13,7 @@ from django.template.loader import render_to_string
 from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
 
+from . import thinking
 from .models import ChatSession, Entry
 from .providers import catalog
 from .rendering import Blocks, render_markdown
@@ -40,13 +41,14 @@ def title(session: ChatSession) -> str:
     return render_to_string(f"{PAGE}#title", {"session": session, "oob": True})
 
 
-def live(text: str | None, purpose: str = "", stage: str = "") -> str:
-    """The streaming reply so far (None: nothing streams): its finished markdown blocks
-    rendered, its open block as plain text."""
+def live(text: str | None, purpose: str = "", stage: str = "", thinking: str = "") -> str:
+    """The streaming reply so far (None: nothing streams): its thinking, folded; its finished
+    markdown blocks rendered, its open block as plain text."""
     blocks = Blocks(text or "")
     return render_to_string(
         f"{PAGE}#live",
         {
+            "live_thinking": thinking,
             "live_blocks": mark_safe(render_markdown(blocks.finished)) if blocks.closed else "",
             "live_text": None if text is None else blocks.tail,
             "live_purpose": purpose,
@@ -59,6 +61,11 @@ def live(text: str | None, purpose: str = "", stage: str = "") -> str:
 def delta(text: str) -> str:
     """More of the open block, as plain text."""
     return f'<div id="live-text" hx-swap-oob="beforeend">{escape(text)}</div>'
+
+
+def thinking_delta(text: str) -> str:
+    """More of the reply's thinking, into its folded box."""
+    return f'<div id="live-thinking" hx-swap-oob="beforeend">{escape(text)}</div>'
 
 
 def blocks_closed(markdown: str, tail: str) -> str:
@@ -100,6 +107,8 @@ def status_context(
         "context_percent": round(share * 100),
         "suggest_handoff": share >= settings.AGENTWEB_HANDOFF_SUGGEST_AT and not generating,
         "models": catalog.offered(),
+        "thinking_levels": thinking.LEVELS,
+        "thinks": not catalog.spec(session.model).is_local,
         "model_offered": offered,
         "model_problem": "" if offered else catalog.unavailable_reason(session.model),
     }

@@ -27,7 +27,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from . import commands, handoff, partials, store, usage
+from . import commands, handoff, partials, store, thinking, usage
 from .agent import (
     NOTES,
     AgentEvent,
@@ -403,6 +403,26 @@ def status_state(session: ChatSession) -> dict[str, Any]:
     }
 
 
+def thinking_refusal(session: ChatSession, level: str) -> str:
+    """Why the session's thinking level cannot become `level` now (empty: it can)."""
+    if level not in thinking.LEVELS:
+        return thinking.unknown(level)
+    if session.is_generating:
+        return "Wait for the reply to end (or cancel it) to change the thinking level."
+    return ""
+
+
+def set_thinking(session_id: int, level: str) -> str:
+    """`/thinking level`: the change, shown in every tab; returns a refusal, or the notice."""
+    session = ChatSession.objects.get(pk=session_id)
+    refusal = thinking_refusal(session, level)
+    if refusal:
+        return refusal
+    if level != session.thinking_level:
+        announce_entry(session_id, store.change_thinking(session, level))
+    return ""
+
+
 def announce_branch(session_id: int) -> None:
     """Show the session's branch, just switched, in every tab of the session."""
     session = ChatSession.objects.get(pk=session_id)
@@ -472,6 +492,8 @@ class Job:
         self.status = ""
         self.notice = ""  # the last notice, so a tab that resyncs still sees it
         self.pending_text = ""  # streamed text not yet sent: deltas go out in batches
+        self.pending_thinking = ""  # streamed thinking not yet sent, batched the same way
+        self.thinking_sent = ""  # the streaming reply's thinking as sent so far
         self.sent = Blocks()  # the streaming reply as sent so far (what snapshots show)
         self.flush_task: asyncio.Task[None] | None = None
         self.lost = ""  # why the claim was lost, if it was
@@ -485,6 +507,7 @@ class Job:
             generation_id=generation_id,
             on_delta=self.on_delta,
             on_stream_end=self.flush,
+            on_thinking=self.on_thinking,
         )
 
     @property
@@ -610,7 +633,9 @@ class Job:
             "seq": self.seq,
             "session": self.session_id,
             "entries": list(self.appended),
-            "html": partials.live(text, self.agent.partial_purpose, self.agent.partial_stage)
+            "html": partials.live(
+                text, self.agent.partial_purpose, self.agent.partial_stage, self.thinking_sent
+            )
             + self.status
             + self.notice,
         }
@@ -621,7 +646,7 @@ class Job:
             await self.publish_status(html)
         elif event.type == "message_start" and event.role == Entry.Role.ASSISTANT:
             async with self.publishing:
-                self.sent = Blocks()
+                self.sent, self.thinking_sent = Blocks(), ""
                 await self._send(partials.live("", event.purpose, event.stage))
         elif event.type == "message_end" and event.entry is None:  # a call that left nothing
             await self.flush()
@@ -646,6 +671,13 @@ class Job:
         if self.flush_task is None:
             self.flush_task = asyncio.create_task(self.flush_soon(wait=not first))
 
+    def on_thinking(self, text: str) -> None:
+        """Streamed thinking, batched as text is (its first delta goes at once too)."""
+        first = not self.thinking_sent and not self.pending_thinking
+        self.pending_thinking += text
+        if self.flush_task is None:
+            self.flush_task = asyncio.create_task(self.flush_soon(wait=not first))
+
     async def flush_soon(self, wait: bool = True) -> None:
         if wait:
             await asyncio.sleep(batch_seconds())
@@ -658,6 +690,10 @@ class Job:
             self.flush_task.cancel()
             self.flush_task = None
         async with self.publishing:  # taken and sent as one step: a snapshot sees neither half
+            if self.pending_thinking:
+                thought, self.pending_thinking = self.pending_thinking, ""
+                self.thinking_sent += thought
+                await self._send(partials.thinking_delta(thought))
             if self.pending_text:
                 text, self.pending_text = self.pending_text, ""
                 finished = self.sent.add(text)  # markdown blocks this text ended

@@ -19,7 +19,7 @@ from django.db import models, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from . import context, coverage, handoff, store
+from . import context, coverage, handoff, store, thinking
 from .models import ChatSession, Entry, text_of
 from .providers import catalog
 from .search import searchable
@@ -198,6 +198,7 @@ def import_jsonl(owner: User, lines: list[str]) -> ChatSession:
             imported_model=_file_model(header, branch)[:200],
             cwd=str(header.get("cwd") or "")[:500],
             context_tokens=context.context_tokens(branch),
+            thinking_level=thinking.level_on(branch),
         )
     session.refresh_from_db()
     return session

@@ -17,7 +17,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Substr
 from django.utils import timezone
 
-from . import coverage
+from . import coverage, thinking
 from .context import LLMMessage, build_context, context_tokens, entry_parts
 from .models import ChatSession, Entry, PendingPrompt, PromptTemplate, text_of
 from .search import searchable
@@ -167,13 +167,14 @@ def move_leaf(session: ChatSession, leaf_id: int | None, *, generation_id: str =
     mine = Q(generation_id=generation_id) if generation_id else Q(pk__in=[])
     with transaction.atomic():
         path = _path_to(leaf_id, _session_parents(session.pk)) if leaf_id is not None else []
-        size = context_tokens(entries_by_id(path))
+        branch = entries_by_id(path)
+        size, level = context_tokens(branch), thinking.level_on(branch)
         moved = ChatSession.objects.filter(ChatSession.claimable() | mine, pk=session.pk).update(
-            leaf_id=leaf_id, context_tokens=size, updated_at=timezone.now()
+            leaf_id=leaf_id, context_tokens=size, thinking_level=level, updated_at=timezone.now()
         )
         if not moved:
             raise BranchRefused(BUSY_BRANCHING)
-    session.leaf_id, session.context_tokens = leaf_id, size
+    session.leaf_id, session.context_tokens, session.thinking_level = leaf_id, size, level
 
 
 def fork(session: ChatSession, entry_id: int) -> ChatSession:
@@ -192,6 +193,7 @@ def fork(session: ChatSession, entry_id: int) -> ChatSession:
             imported_model=session.imported_model,
             cwd=session.cwd,
             context_tokens=context_tokens(originals),
+            thinking_level=thinking.level_on(originals),
         )
         copies = Entry.objects.bulk_create(
             [_copy(original, new) for original in originals], batch_size=500
@@ -402,6 +404,19 @@ def change_model(session: ChatSession, model: str) -> Entry:
         )
         ChatSession.objects.filter(pk=session.pk).update(model=model)
     session.model = model
+    return entry
+
+
+def change_thinking(session: ChatSession, level: str) -> Entry:
+    """Think at another level from now on, recorded as the reference agent does."""
+    with transaction.atomic():
+        entry = _append(
+            session,
+            kind=Entry.Kind.THINKING_LEVEL_CHANGE,
+            data={"fields": {"thinkingLevel": level}},
+        )
+        ChatSession.objects.filter(pk=session.pk).update(thinking_level=level)
+    session.thinking_level = level
     return entry
 
 

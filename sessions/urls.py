@@ -12,6 +12,7 @@ urlpatterns = [
     path("sessions/<int:session_id>/", views.session_page, name="session"),
     path("sessions/<int:session_id>/rename/", views.rename, name="rename"),
     path("sessions/<int:session_id>/model/", views.change_model, name="model"),
+    path("sessions/<int:session_id>/thinking/", views.change_thinking, name="thinking"),
     path("sessions/<int:session_id>/branch/", views.switch_branch, name="switch"),
     path("sessions/<int:session_id>/fork/", views.fork, name="fork"),
     path("sessions/<int:session_id>/tree/", views.tree, name="tree"),

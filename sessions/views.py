@@ -242,6 +242,25 @@ def change_model(request: AuthenticatedRequest, session_id: int) -> HttpResponse
     elif form.cleaned_data["model"] != session.model:
         entry = store.change_model(session, form.cleaned_data["model"])
         runtime.announce_entry(session.pk, entry)
+    return _after_setting(request, session)
+
+
+@require_POST
+def change_thinking(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
+    """The thinking picker: a `thinking_level_change` entry, shown to every tab."""
+    session = _own_session(request, session_id)
+    level = request.POST.get("level", "")
+    refusal = runtime.thinking_refusal(session, level)
+    if refusal:
+        messages.error(request, refusal)
+    elif level != session.thinking_level:
+        entry = store.change_thinking(session, level)
+        runtime.announce_entry(session.pk, entry)
+    return _after_setting(request, session)
+
+
+def _after_setting(request: AuthenticatedRequest, session: ChatSession) -> HttpResponse:
+    """A picker's answer: nothing (every tab sees the change) or the error, in place."""
     if request.htmx:
         response = HttpResponse(status=204)
         for message in messages.get_messages(request):

@@ -52,6 +52,8 @@ class Reply:
     message: str = ""  # the error message of a `status` reply
     headers: dict[str, str] = field(default_factory=dict)  # extra headers of a `status` reply
     hold_after: int = -1  # stop after this many chunks until released (-1: never)
+    thinking: list[str] = field(default_factory=list)  # thinking_delta chunks before the text
+    signature: str = "fake-signature"  # the signature_delta that ends the thinking
 
     @classmethod
     def text(cls, text: str, *, delay: float = 0.0, pieces: int = 0) -> Reply:
@@ -277,13 +279,16 @@ def _events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:
     }  # fmt: skip
     events: list[tuple[str, dict[str, Any]]] = [("message_start", start)]
     chunks = [] if reply.mode == "empty" else reply.chunks
+    text_index = 1 if reply.thinking else 0
+    if reply.thinking:
+        events += _thinking_events(reply)
     if chunks:
         events.append(
             (
                 "content_block_start",
                 {
                     "type": "content_block_start",
-                    "index": 0,
+                    "index": text_index,
                     "content_block": {"type": "text", "text": ""},
                 },
             )
@@ -310,13 +315,13 @@ def _events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:
                 "content_block_delta",
                 {
                     "type": "content_block_delta",
-                    "index": 0,
+                    "index": text_index,
                     "delta": {"type": "text_delta", "text": text},
                 },
             )
         )
     if chunks:
-        events.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": text_index}))
     events.append(
         (
             "message_delta",
@@ -329,4 +334,23 @@ def _events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:
     )
     if reply.mode != "no_stop":
         events.append(("message_stop", {"type": "message_stop"}))
+    return events
+
+
+def _thinking_events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:
+    """A thinking block at index 0, as the API streams extended thinking."""
+    block = {"type": "thinking", "thinking": "", "signature": ""}
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block})
+    ]
+    for text in reply.thinking:
+        delta = {"type": "thinking_delta", "thinking": text}
+        events.append(
+            ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta})
+        )
+    signature = {"type": "signature_delta", "signature": reply.signature}
+    events.append(
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": signature})
+    )
+    events.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
     return events

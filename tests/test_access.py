@@ -121,7 +121,7 @@ def chat_urls(session_id: int, other_id: int) -> list[tuple[str, str]]:
 
 
 POST_ONLY = {
-    "new", "import", "rename", "model", "switch", "fork", "pin", "unpin", "archive", "unarchive",
+    "new", "import", "rename", "model", "thinking", "switch", "fork", "pin", "unpin", "archive", "unarchive",
     "delete", "delete_chain", "restore",
 }  # fmt: skip
 

@@ -8,7 +8,15 @@ from typing import Any
 from django.conf import settings
 
 from . import catalog
-from .base import Provider, ProviderError, ProviderEvent, StreamEnd, TextDelta, Usage
+from .base import (
+    Provider,
+    ProviderError,
+    ProviderEvent,
+    StreamEnd,
+    TextDelta,
+    ThinkingDelta,
+    Usage,
+)
 from .catalog import LOCAL, ModelSpec
 
 __all__ = [
@@ -18,6 +26,7 @@ __all__ = [
     "ProviderError",
     "StreamEnd",
     "TextDelta",
+    "ThinkingDelta",
     "Usage",
     "get_provider",
     "label_for",
@@ -70,6 +79,7 @@ class UnavailableProvider(Provider):
         *,
         system: str | None = None,
         max_tokens: int | None = None,
+        thinking_budget: int = 0,
     ) -> AsyncIterator[ProviderEvent]:
         raise ProviderError(catalog.unavailable_reason(self.model), kind="unavailable")
         yield  # an async generator that fails at its first step

@@ -11,7 +11,15 @@ import anthropic
 import httpx2
 
 from . import catalog
-from .base import Provider, ProviderError, ProviderEvent, StreamEnd, TextDelta, Usage
+from .base import (
+    Provider,
+    ProviderError,
+    ProviderEvent,
+    StreamEnd,
+    TextDelta,
+    ThinkingDelta,
+    Usage,
+)
 from .catalog import ModelSpec
 
 
@@ -45,8 +53,13 @@ class AnthropicProvider(Provider):
         *,
         system: str | None = None,
         max_tokens: int | None = None,
+        thinking_budget: int = 0,
     ) -> AsyncIterator[ProviderEvent]:
         extra: dict[str, Any] = {"system": system} if system else {}
+        output = max_tokens or self.max_tokens
+        if thinking_budget:  # the budget is part of max_tokens, which must exceed it
+            extra["thinking"] = {"type": "enabled", "budget_tokens": thinking_budget}
+            output += thinking_budget
         client = self._client()
         input_tokens = output_tokens = cache_read = cache_write = 0
         stop_reason: str | None = None
@@ -57,7 +70,7 @@ class AnthropicProvider(Provider):
             # of the SDK's time per event. Only text, usage and the stop reason are needed.
             events = await client.messages.create(
                 model=self.model,
-                max_tokens=max_tokens or self.max_tokens,
+                max_tokens=output,
                 messages=cast(Any, messages),
                 stream=True,
                 **extra,
@@ -65,8 +78,13 @@ class AnthropicProvider(Provider):
             async with events:
                 async for event in events:
                     if event.type == "content_block_delta":
-                        if event.delta.type == "text_delta" and event.delta.text:
-                            yield TextDelta(event.delta.text)
+                        delta = event.delta
+                        if delta.type == "text_delta" and delta.text:
+                            yield TextDelta(delta.text)
+                        elif delta.type == "thinking_delta" and delta.thinking:
+                            yield ThinkingDelta(delta.thinking)
+                        elif delta.type == "signature_delta":
+                            yield ThinkingDelta("", signature=delta.signature)
                     elif event.type == "message_start":
                         usage = event.message.usage
                         input_tokens, output_tokens = usage.input_tokens, usage.output_tokens

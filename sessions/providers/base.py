@@ -19,6 +19,14 @@ class TextDelta:
 
 
 @dataclass(frozen=True)
+class ThinkingDelta:
+    """More of the model's thinking (or, with `signature`, the seal the API puts on it)."""
+
+    text: str
+    signature: str = ""
+
+
+@dataclass(frozen=True)
 class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
@@ -32,7 +40,7 @@ class StreamEnd:
     stop_reason: str = "end_turn"
 
 
-ProviderEvent = TextDelta | StreamEnd
+ProviderEvent = TextDelta | ThinkingDelta | StreamEnd
 
 
 class ProviderError(Exception):
@@ -67,10 +75,13 @@ class Provider(ABC):
         *,
         system: str | None = None,
         max_tokens: int | None = None,
+        thinking_budget: int = 0,
     ) -> AsyncIterator[ProviderEvent]:
-        """Yield TextDelta events, then exactly one StreamEnd; raise ProviderError on failure.
+        """Yield TextDelta (and ThinkingDelta) events, then exactly one StreamEnd; raise
+        ProviderError on failure.
 
         `max_tokens` caps the output below the model's maximum (notes on a stretch).
+        `thinking_budget` (tokens): think first, as Claude's extended thinking does.
         Cancelling the consuming task (or closing the iterator) must close the
         model connection. A request larger than the model's window fails with
         kind `too_long`, as the API refuses it.

@@ -29,6 +29,9 @@ OFFLINE_NOTICE = (
     "so it can only echo and summarise. Set `ANTHROPIC_API_KEY` to talk to Claude.*"
 )
 
+IGNORES_THINKING = (
+    "*The offline model does not think before it replies: it ignores the thinking level.*"
+)
 CONCRETE_INTRO = "Concrete items I noticed:"
 HANDOFF_TIP = "Type `/handoff` when this conversation gets long."
 
@@ -46,6 +49,7 @@ class LocalProvider(Provider):
         *,
         system: str | None = None,
         max_tokens: int | None = None,
+        thinking_budget: int = 0,
     ) -> AsyncIterator[ProviderEvent]:
         # Counting and reading a long history takes a while: off the event loop, which every
         # tab's socket shares.
@@ -60,6 +64,8 @@ class LocalProvider(Provider):
                 f"{tokens} + {output} > {self.spec.window}",
             )
         reply = await asyncio.to_thread(respond, messages)
+        if thinking_budget:
+            reply = f"{IGNORES_THINKING}\n\n{reply}"
         reply = _at_most(reply, output)
         for token in TOKEN.findall(reply):
             if self.token_delay:
