@@ -26,6 +26,11 @@ REGISTRY: dict[str, Command] = {
             "[focus instructions]",
         ),
         Command("thinking", "Set how much Claude thinks before replying", "[off|low|medium|high]"),
+        Command("model", "Run this session on another model", "[model]"),
+        Command("rename", "Give this session a new title", "<title>"),
+        Command("new", "Start a new session"),
+        Command("export", "Download this session", "[md|jsonl]"),
+        Command("tree", "See every branch of this session"),
         Command("help", "List the slash commands"),
     )
 }

@@ -113,8 +113,14 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await self.refuse(parsed.message, text)
         elif isinstance(parsed, commands.CommandCall) and parsed.name == "help":
             await self.send(text_data=partials.notice(commands.help_text()))
-        elif isinstance(parsed, commands.CommandCall) and parsed.name == "thinking":
-            await self.set_thinking(parsed.args.lower(), text)
+        elif isinstance(parsed, commands.CommandCall) and parsed.name in SESSION_COMMANDS:
+            result = await database_sync_to_async(runtime.session_command)(
+                self.session.pk, parsed.name, parsed.args
+            )
+            if result.refusal:
+                await self.refuse(result.refusal, text)
+            elif result.html:
+                await self.send(text_data=result.html)
         elif isinstance(parsed, commands.CommandCall) and parsed.name == "handoff":
             if refusal := await database_sync_to_async(runtime.over_a_cap)(self.session, parsed):
                 await self.refuse(refusal, text)
@@ -130,16 +136,6 @@ class SessionConsumer(AsyncWebsocketConsumer):
                 await self.channel_layer.group_send(
                     self.group, {"type": "session.update", "html": outcome.queued_status}
                 )
-
-    async def set_thinking(self, level: str, text: str) -> None:
-        if not level:
-            current = await database_sync_to_async(
-                lambda: ChatSession.objects.get(pk=self.session.pk).thinking_level
-            )()
-            notice = f"Thinking level: {current}. Set it with /thinking off, low, medium or high."
-            await self.send(text_data=partials.notice(notice))
-        elif refusal := await database_sync_to_async(runtime.set_thinking)(self.session.pk, level):
-            await self.refuse(refusal, text)
 
     async def confirm_handoff(self, frame: Frame) -> None:
         result = await runtime.confirm_handoff(self.session, frame.entry or 0, frame.document)
@@ -207,6 +203,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await runtime.request_snapshot(state["channel"], self.channel_name)
 
 
+SESSION_COMMANDS = frozenset({"thinking", "model", "rename", "new", "export", "tree"})
 RELAYED = frozenset(
     {"agent.event", "generation.snapshot", "session.update", "session.entry", "user.logout"}
 )

@@ -59,7 +59,17 @@ def render_markdown(text: str) -> str:
 
 
 def pygments_css() -> str:
-    return HtmlFormatter(style="friendly").get_style_defs(".highlight")
+    """The code colours: Pygments "friendly" in light, "github-dark" in dark (chosen with the
+    theme toggle, or the system's when the toggle is on auto)."""
+    light = HtmlFormatter(style="friendly").get_style_defs(".highlight")
+    chosen = _dark_rules(':root[data-theme="dark"] .highlight')
+    system = _dark_rules(':root:not([data-theme="light"]) .highlight')
+    return f"{light}\n{chosen}\n@media (prefers-color-scheme: dark) {{\n{system}\n}}"
+
+
+def _dark_rules(prefix: str) -> str:
+    rules = HtmlFormatter(style="github-dark").get_style_defs(prefix)
+    return "\n".join(line for line in rules.splitlines() if line.startswith(prefix))
 
 
 FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")

@@ -25,6 +25,7 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from . import commands, handoff, partials, store, thinking, usage
@@ -403,6 +404,65 @@ def status_state(session: ChatSession) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class CommandResult:
+    """What a session command did: refused (the typed text comes back), or html for the tab
+    that typed it (a notice, or a redirect); changes every tab sees are announced."""
+
+    refusal: str = ""
+    html: str = ""
+
+
+def session_command(session_id: int, name: str, args: str) -> CommandResult:
+    """/thinking, /model, /rename, /new, /export and /tree: what their buttons do."""
+    session = ChatSession.objects.select_related("owner").get(pk=session_id)
+    if name == "thinking":
+        if not args:
+            level = session.thinking_level
+            notice = f"Thinking level: {level}. Set it with /thinking off, low, medium or high."
+            return CommandResult(html=partials.notice(notice))
+        return CommandResult(refusal=set_thinking(session, args.lower()))
+    if name == "model":
+        return _model_command(session, args)
+    if name == "rename":
+        refusal = store.rename(session, args)
+        if not refusal:
+            announce(session_id, partials.title(session))
+        return CommandResult(refusal=refusal)
+    if name == "new":
+        new = store.new_session(session.owner, model=catalog.default_model())
+        return CommandResult(html=partials.redirect(new.get_absolute_url()))
+    if name == "export":
+        fmt = (args or "md").lower().removeprefix(".")
+        if fmt not in ("md", "jsonl"):
+            return CommandResult(refusal=f"Export as md or jsonl, not “{args}”.")
+        url = reverse(f"chat:export_{fmt}", args=[session_id])
+        return CommandResult(html=partials.redirect(url))
+    if name == "tree":
+        return CommandResult(html=partials.redirect(reverse("chat:tree", args=[session_id])))
+    raise ValueError(f"not a session command: /{name}")
+
+
+MODEL_BUSY = "Wait for the reply to end (or cancel it) to change the model."
+
+
+def _model_command(session: ChatSession, wanted: str) -> CommandResult:
+    offered = catalog.offered()
+    names = ", ".join(model.id for model in offered)
+    if not wanted:
+        current = next((m.label for m in offered if m.id == session.model), session.model)
+        notice = f"Model: {current}. Change it with /model and one of: {names}."
+        return CommandResult(html=partials.notice(notice))
+    chosen = next((m.id for m in offered if wanted.lower() in (m.id.lower(), m.label.lower())), "")
+    if not chosen:
+        return CommandResult(refusal=f"Unknown model “{wanted}”: choose one of {names}.")
+    if session.is_generating:
+        return CommandResult(refusal=MODEL_BUSY)
+    if chosen != session.model:
+        announce_entry(session.pk, store.change_model(session, chosen))
+    return CommandResult()
+
+
 def thinking_refusal(session: ChatSession, level: str) -> str:
     """Why the session's thinking level cannot become `level` now (empty: it can)."""
     if level not in thinking.LEVELS:
@@ -412,15 +472,21 @@ def thinking_refusal(session: ChatSession, level: str) -> str:
     return ""
 
 
-def set_thinking(session_id: int, level: str) -> str:
-    """`/thinking level`: the change, shown in every tab; returns a refusal, or the notice."""
-    session = ChatSession.objects.get(pk=session_id)
+def set_thinking(session: ChatSession, level: str) -> str:
+    """The level changed, shown in every tab; returns a refusal (empty: done)."""
     refusal = thinking_refusal(session, level)
     if refusal:
         return refusal
     if level != session.thinking_level:
-        announce_entry(session_id, store.change_thinking(session, level))
+        announce_entry(session.pk, store.change_thinking(session, level))
     return ""
+
+
+def announce(session_id: int, html: str) -> None:
+    """Show this in every tab of the session."""
+    async_to_sync(get_channel_layer().group_send)(
+        group_name(session_id), {"type": "session.update", "html": html}
+    )
 
 
 def announce_branch(session_id: int) -> None:

@@ -407,6 +407,18 @@ def change_model(session: ChatSession, model: str) -> Entry:
     return entry
 
 
+def rename(session: ChatSession, title: str) -> str:
+    """Give the session a title; returns why it was refused (empty: renamed)."""
+    from .forms import RenameForm
+
+    form = RenameForm({"title": title})
+    if not form.is_valid():
+        return " ".join(str(e) for e in form.errors.get("title", [])) or "Give the session a title."
+    session.title = form.cleaned_data["title"]
+    ChatSession.objects.filter(pk=session.pk).update(title=session.title)
+    return ""
+
+
 def change_thinking(session: ChatSession, level: str) -> Entry:
     """Think at another level from now on, recorded as the reference agent does."""
     with transaction.atomic():

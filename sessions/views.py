@@ -222,11 +222,11 @@ def tree(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
 @require_POST
 def rename(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
     session = _own_session(request, session_id)
-    form = RenameForm(request.POST)
-    if form.is_valid():
-        ChatSession.objects.filter(pk=session.pk).update(title=form.cleaned_data["title"])
+    refusal = store.rename(session, request.POST.get("title", ""))
+    if refusal:
+        messages.error(request, refusal)
     else:
-        messages.error(request, " ".join(str(e) for e in form.errors.get("title", [])))
+        runtime.announce(session.pk, partials.title(session))
     return redirect(session)
 
 
@@ -238,7 +238,7 @@ def change_model(request: AuthenticatedRequest, session_id: int) -> HttpResponse
     if not form.is_valid():
         messages.error(request, "That model is not offered on this server.")
     elif session.is_generating:
-        messages.error(request, "Wait for the reply to end (or cancel it) to change the model.")
+        messages.error(request, runtime.MODEL_BUSY)
     elif form.cleaned_data["model"] != session.model:
         entry = store.change_model(session, form.cleaned_data["model"])
         runtime.announce_entry(session.pk, entry)

@@ -1,4 +1,5 @@
-// agentweb page behaviour: keys, Escape to cancel, slash menu, autoscroll, elapsed time, redirect.
+// agentweb page behaviour: keys, Escape to cancel, slash menu, autoscroll, elapsed time, redirect,
+// theme, the shortcut list and relative times.
 (function () {
   "use strict";
 
@@ -10,6 +11,7 @@
   document.addEventListener("keydown", (event) => {
     const box = composer();
     if (event.key === "Escape") {
+      if (document.querySelector("dialog[open]")) return;  // Escape closes the dialog only
       const cancel = $("#cancel");
       if (cancel) { event.preventDefault(); cancel.click(); return; }
       hideMenu();
@@ -139,7 +141,12 @@
   }, { passive: true });
   document.addEventListener("htmx:wsAfterMessage", () => {
     const redirect = $("#redirect");
-    if (redirect && redirect.dataset.url) { window.location.assign(redirect.dataset.url); return; }
+    if (redirect && redirect.dataset.url) {
+      const url = redirect.dataset.url;
+      delete redirect.dataset.url;  // once: a download (/export) leaves the page where it is
+      window.location.assign(url);
+      return;
+    }
     if (pinned) window.scrollTo(0, document.body.scrollHeight);
   });
 
@@ -176,6 +183,57 @@
     show(tabs.find((t) => t.getAttribute("aria-selected") === "true"));
   }
   document.addEventListener("DOMContentLoaded", setupCompare);
+
+  // Theme: auto (the system's), dark or light, kept in this browser.
+  const THEMES = ["auto", "dark", "light"];
+  function currentTheme() { return document.documentElement.dataset.theme || "auto"; }
+  function showTheme() {
+    const button = $("#theme-toggle");
+    if (button) button.textContent = "Theme: " + currentTheme();
+  }
+  document.addEventListener("click", (event) => {
+    if (!(event.target.closest && event.target.closest("#theme-toggle"))) return;
+    const next = THEMES[(THEMES.indexOf(currentTheme()) + 1) % THEMES.length];
+    if (next === "auto") delete document.documentElement.dataset.theme;
+    else document.documentElement.dataset.theme = next;
+    try { if (next === "auto") localStorage.removeItem("agentweb-theme"); else localStorage.setItem("agentweb-theme", next); } catch (e) { /* private mode */ }
+    showTheme();
+  });
+  document.addEventListener("DOMContentLoaded", showTheme);
+
+  // "?" (when not typing) shows the keyboard shortcuts.
+  function typing(target) {
+    return target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName));
+  }
+  function showShortcuts() { const dialog = $("#shortcuts"); if (dialog && !dialog.open) dialog.showModal(); }
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "?" && !typing(event.target) && !event.ctrlKey && !event.metaKey && !event.altKey) {
+      event.preventDefault(); showShortcuts();
+    }
+  });
+  document.addEventListener("click", (event) => {
+    if (event.target.closest && event.target.closest("[data-show-shortcuts]")) showShortcuts();
+  });
+
+  // Relative times ("3 minutes ago") kept up to date.
+  const relative = new Intl.RelativeTimeFormat("en", { numeric: "auto" });
+  const UNITS = [["year", 31536000], ["month", 2592000], ["day", 86400], ["hour", 3600], ["minute", 60]];
+  function ago(seconds) {
+    if (seconds < 45) return "now";
+    for (const [unit, size] of UNITS) {
+      if (seconds >= size) return relative.format(-Math.floor(seconds / size), unit);
+    }
+    return relative.format(-1, "minute");
+  }
+  function refreshTimes() {
+    document.querySelectorAll("time[data-relative]").forEach((el) => {
+      const at = Date.parse(el.getAttribute("datetime"));
+      if (!Number.isNaN(at)) el.textContent = ago(Math.max(0, (Date.now() - at) / 1000));
+    });
+  }
+  setInterval(refreshTimes, 30000);
+  document.addEventListener("DOMContentLoaded", refreshTimes);
+  document.addEventListener("htmx:wsAfterMessage", refreshTimes);
 
   // Elapsed time of a running generation.
   function tick() {

@@ -70,8 +70,8 @@ PAYLOADS = [
 
 DANGEROUS_TAGS = {"script", "iframe", "object", "embed", "base", "frame", "frameset", "applet"}
 URL_ATTRIBUTES = {"href", "src", "action", "formaction", "data", "xlink:href", "background"}
-# The page's own scripts: htmx (shipped by django-htmx) and agentweb's app.js.
-OWN_SCRIPTS = ("/static/django_htmx/", "/static/app.js")
+# The page's own scripts: htmx (shipped by django-htmx), agentweb's app.js and theme.js.
+OWN_SCRIPTS = ("/static/django_htmx/", "/static/app.js", "/static/theme.js")
 
 
 class _Scanner(HTMLParser):

@@ -1,9 +1,14 @@
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django import template
+from django.contrib.humanize.templatetags.humanize import naturaltime
+from django.utils.formats import date_format
+from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.timezone import localtime
 
 from .. import handoff, usage
 from ..coverage import Coverage, Item
@@ -70,3 +75,16 @@ def next_in(items: list[Any], index: int) -> Any:
 @register.filter
 def get_item(mapping: dict[Any, Any], key: Any) -> Any:
     return mapping.get(key)
+
+
+@register.filter
+def relative_time(moment: datetime | None) -> SafeString:
+    """`3 minutes ago`, as a <time> the page keeps up to date (its full date on hover)."""
+    if moment is None:
+        return mark_safe("")  # noqa: S308 - empty
+    return format_html(
+        '<time datetime="{}" title="{}" data-relative>{}</time>',
+        moment.isoformat(),
+        date_format(localtime(moment), "j M Y, H:i"),
+        naturaltime(moment),
+    )
