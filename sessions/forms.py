@@ -112,8 +112,9 @@ UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 class PreferencesForm(forms.ModelForm):
     class Meta:
         model = Preferences
-        fields = ["review_handoff", "auto_handoff_at", "amend_handoff"]
+        fields = ["generate_titles", "review_handoff", "auto_handoff_at", "amend_handoff"]
         labels = {
+            "generate_titles": "Give new sessions a short title written by Claude",
             "review_handoff": "Review the handoff document before switching sessions",
             "auto_handoff_at": "Hand off automatically at this share of the context window (%)",
             "amend_handoff": "Ask Claude to work items the document dropped into it "

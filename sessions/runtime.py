@@ -28,7 +28,7 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from . import commands, handoff, partials, store, thinking, usage
+from . import commands, handoff, partials, store, thinking, titles, usage
 from .agent import (
     NOTES,
     AgentEvent,
@@ -41,12 +41,13 @@ from .agent import (
 from .context import estimate_tokens
 from .handoff import NothingToHandOff
 from .models import ChatSession, Entry, PendingPrompt
-from .providers import catalog
+from .providers import ProviderError, catalog
 from .rendering import Blocks
 
 log = logging.getLogger(__name__)
 
 _jobs: dict[str, asyncio.Task[None]] = {}  # strong references: running jobs of this process
+_titles: dict[int, asyncio.Task[None]] = {}  # titles being written, by session
 
 BUSY = "A reply is being generated in this session: wait for it or cancel it first."
 
@@ -610,6 +611,8 @@ class Job:
                     await self.agent.regenerate()
                     continue
                 await self.agent.prompt(turn.text, expand_prompt_templates=False, user=turn.user)
+                if len(self.agent.messages) == 2:  # the session's first reply
+                    write_title_soon(self.session_id)
         except Exception:
             log.exception("generation %s failed", self.generation_id)
         finally:
@@ -934,7 +937,9 @@ def _reviewable_reply(session: ChatSession, reply_id: int) -> Entry | None:
 
 
 async def cancel(session_id: int) -> bool:
-    """Ask the job running this session's generation, in whatever process, to stop."""
+    """Ask the job running this session's generation, in whatever process, to stop (and a
+    title being written for it in this one)."""
+    stopped_title = stop_title(session_id)
     channel = await database_sync_to_async(
         lambda: (
             ChatSession.objects.filter(pk=session_id)
@@ -943,8 +948,48 @@ async def cancel(session_id: int) -> bool:
         )
     )()
     if not channel:
-        return False
+        return stopped_title
     await get_channel_layer().send(channel, {"type": "generation.cancel"})
+    return True
+
+
+def write_title_soon(session_id: int) -> None:
+    """After a session's first reply: a generated title, when its owner prefers them, written
+    beside the chat (sessions.titles); one at a time per session."""
+    if session_id in _titles:
+        return
+    task = asyncio.create_task(_write_title(session_id))
+    _titles[session_id] = task
+    task.add_done_callback(lambda _: _titles.pop(session_id, None))
+
+
+async def _write_title(session_id: int) -> None:
+    start = await database_sync_to_async(titles.wanted)(session_id)
+    if start is None:
+        return
+    try:
+        title = await titles.write(start, titles.title_provider())
+    except (ProviderError, TimeoutError) as error:
+        log.info("no title for session %s: %s", session_id, error)
+        return
+    html = await database_sync_to_async(_save_title)(start, title)
+    if html:
+        await get_channel_layer().group_send(
+            group_name(session_id), {"type": "session.update", "html": html}
+        )
+
+
+def _save_title(start: titles.Wanted, title: str) -> str:
+    renamed = titles.save(start, title)
+    return partials.title(renamed) if renamed else ""
+
+
+def stop_title(session_id: int) -> bool:
+    """Stop writing the session's title, if this process is writing it."""
+    task = _titles.get(session_id)
+    if task is None:
+        return False
+    task.cancel()
     return True
 
 
@@ -956,6 +1001,7 @@ async def request_snapshot(channel: str, reply_to: str) -> None:
 
 
 async def wait_idle(timeout: float = 30) -> None:
-    """Wait for this process's jobs to end (tests, shutdown)."""
-    if _jobs:
-        await asyncio.wait_for(asyncio.gather(*_jobs.values(), return_exceptions=True), timeout)
+    """Wait for this process's jobs, and the titles they started, to end (tests, shutdown)."""
+    async with asyncio.timeout(timeout):
+        while running := [*_jobs.values(), *_titles.values()]:
+            await asyncio.gather(*running, return_exceptions=True)

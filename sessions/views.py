@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.models import User
 from django.core.cache import cache
@@ -389,4 +390,5 @@ def preferences(request: AuthenticatedRequest) -> HttpResponse:
         form.save()
         messages.success(request, "Preferences saved.")
         return redirect("chat:preferences")
-    return render(request, "sessions/preferences.html", {"form": form})
+    context = {"form": form, "title_model": settings.AGENTWEB_TITLE_MODEL}
+    return render(request, "sessions/preferences.html", context)

@@ -1,0 +1,110 @@
+"""Generated titles: with Claude, and when its owner prefers them, a session's first reply is
+followed by a cheap call (AGENTWEB_TITLE_MODEL) for a short title.
+
+The call runs beside the chat, never before or inside a reply. It replaces the title only while
+that is still the one cut from the first message: a rename, before or during the call, wins.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from . import store
+from .models import ChatSession, Entry, Preferences, text_of
+from .providers import LOCAL, Provider, TextDelta, catalog
+
+# What the title model is asked; the conversation's start follows it.
+REQUEST = (
+    "Write a title of at most six words for the conversation below, in its language. "
+    "Reply with the title only: no quotes, no full stop, no markdown."
+)
+# How much of the first message and reply the title model reads.
+EXCERPT = 2_000
+MAX_TOKENS = 30
+# A title call that has not answered by then is given up: the cut title stays.
+TIMEOUT_SECONDS = 20.0
+WORDS = 8  # a longer answer is cut to this many words
+QUOTES = "\"'“”‘’«»`*#"
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """A session whose title a model should write: the start of its conversation, and the title
+    it has now (cut from its first message), which the new one may replace."""
+
+    session_id: int
+    question: str
+    answer: str
+    current: str
+
+
+def wanted(session_id: int) -> Wanted | None:
+    """The session's conversation start, when it wants a generated title: its owner prefers
+    them, it runs on Claude, its first reply is complete and nothing else has come after,
+    and its title is still the one cut from its first message."""
+    session = ChatSession.objects.filter(pk=session_id).first()
+    if session is None or session.model == LOCAL or not catalog.has_key():
+        return None
+    if not Preferences.objects.filter(user_id=session.owner_id, generate_titles=True).exists():
+        return None
+    branch = [entry for entry in store.get_branch(session) if entry.kind == Entry.Kind.MESSAGE]
+    if [entry.role for entry in branch] != [Entry.Role.USER, Entry.Role.ASSISTANT]:
+        return None
+    question, answer = branch
+    if answer.status != Entry.Status.COMPLETE:
+        return None
+    if session.title != store.title_from(question.text):
+        return None  # renamed, or already generated
+    return Wanted(
+        session_id, question.text[:EXCERPT], text_of(answer.content)[:EXCERPT], session.title
+    )
+
+
+async def write(start: Wanted, provider: Provider) -> str:
+    """The title the model writes for that conversation start, cleaned ("" when it wrote none)."""
+    conversation = f"User: {start.question}\n\nAssistant: {start.answer}"
+    messages = [{"role": "user", "content": f"{REQUEST}\n\n<conversation>\n{conversation}\n"}]
+    parts: list[str] = []
+    async with asyncio.timeout(TIMEOUT_SECONDS):
+        async for event in provider.stream(messages, max_tokens=MAX_TOKENS):
+            if isinstance(event, TextDelta):
+                parts.append(event.text)
+    return clean("".join(parts))
+
+
+def clean(text: str) -> str:
+    """A model's answer as a title: its first line, without quotes, markdown or a full stop,
+    at most WORDS words and TITLE_LENGTH characters."""
+    line = next((line for line in text.splitlines() if line.strip()), "")
+    line = re.sub(r"^\s*(title\s*:\s*)", "", line, flags=re.IGNORECASE)
+    words = line.strip().strip(QUOTES).strip().rstrip(".。").strip(QUOTES).split()
+    return store.title_from(" ".join(words[:WORDS]))
+
+
+def save(start: Wanted, title: str) -> ChatSession | None:
+    """Give the session its generated title, unless it was renamed (or deleted) meanwhile;
+    the session as renamed, or None."""
+    if not title:
+        return None
+    kept = ChatSession.objects.filter(ChatSession.kept(), pk=start.session_id, title=start.current)
+    if not kept.update(title=title):
+        return None
+    return ChatSession.objects.get(pk=start.session_id)
+
+
+def title_provider() -> Provider:
+    """The cheap model that writes titles."""
+    from .providers.anthropic import AnthropicProvider
+
+    return AnthropicProvider(
+        model=settings.AGENTWEB_TITLE_MODEL,
+        api_key=settings.ANTHROPIC_API_KEY or None,
+        base_url=settings.ANTHROPIC_BASE_URL,
+        max_tokens=MAX_TOKENS,
+        max_retries=settings.AGENTWEB_MAX_RETRIES,
+        stall_seconds=TIMEOUT_SECONDS,
+    )
