@@ -20,6 +20,7 @@ import html
 import json
 import re
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -184,6 +185,7 @@ async def measure(
 
 def main() -> None:
     import harness
+    import profiles
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--sessions", default="10,50,100,200")
@@ -194,6 +196,9 @@ def main() -> None:
         help="send the prompts at even intervals over this many seconds (0: all at once)",
     )  # fmt: skip
     parser.add_argument("--layer", choices=["memory", "redis"], default="memory")
+    parser.add_argument(
+        "--profile", action="store_true", help="py-spy on daphne during each N (needs py-spy)"
+    )
     args = parser.parse_args()
     harness.setup()
     from django.core.management import call_command
@@ -212,8 +217,12 @@ def main() -> None:
         for n in (int(value) for value in args.sessions.split(",")):
             env = server_env(fake.url, n, redis.url if redis else "")
             server = Daphne(f"daphne-load-{n}", **env)
+            profiling = profiles.py_spy(server.process.pid) if args.profile else nullcontext()
             try:
-                report = asyncio.run(measure(server, fake, n, args.tokens, args.rate, args.spread))
+                with profiling:
+                    report = asyncio.run(
+                        measure(server, fake, n, args.tokens, args.rate, args.spread)
+                    )
             finally:
                 server.stop()
             print(" ", report.line())

@@ -27,6 +27,7 @@ import time
 from typing import Any
 
 import harness
+import profiles
 
 harness.setup()  # Django on a throwaway database, before any project import
 
@@ -118,6 +119,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tokens", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--profile", action="store_true",
+        help="then one more run, profiled: py-spy on daphne, Chromium's main thread (needs py-spy)",
+    )  # fmt: skip
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     user = User.objects.create_user("relay")
@@ -154,6 +159,10 @@ def main() -> None:
                 seconds, frames = show_in_page(page, server, user, args.tokens)
                 times["browser"].append(seconds)
                 busiest.append(frames)
+            if args.profile:
+                print(f"one profiled run of {args.tokens:,} deltas:")
+                with profiles.py_spy(server.process.pid), profiles.chromium(page):
+                    show_in_page(page, server, user, args.tokens)
             browser.close()
     finally:
         on_loop(sdk_raw.close())

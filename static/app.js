@@ -147,8 +147,16 @@
       window.location.assign(url);
       return;
     }
-    if (pinned) window.scrollTo(0, document.body.scrollHeight);
+    if (pinned) followSoon();
   });
+  // Once per painted frame, whatever the frames received: reading scrollHeight at once would
+  // force a layout per WebSocket message.
+  let following = false;
+  function followSoon() {
+    if (following) return;
+    following = true;
+    requestAnimationFrame(() => { following = false; window.scrollTo(0, document.body.scrollHeight); });
+  }
 
   // Side by side: bring each column's handoff into view; tabs on a narrow screen.
   function setupCompare() {
