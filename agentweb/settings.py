@@ -286,5 +286,9 @@ AGENTWEB_PARTIAL_SAVE_CHARS = env_int("AGENTWEB_PARTIAL_SAVE_CHARS", 4_000)
 AGENTWEB_GENERATION_LEASE = env_float("AGENTWEB_GENERATION_LEASE", 15.0)
 # A deleted session can be restored for this long; then it is purged with its entries.
 AGENTWEB_UNDO_DELETE_SECONDS = env_int("AGENTWEB_UNDO_DELETE_SECONDS", 86_400)
+# The agent's tool loop: at most this many rounds of tool calls in one reply.
+AGENTWEB_MAX_TOOL_ROUNDS = env_int("AGENTWEB_MAX_TOOL_ROUNDS", 8)
+# Todo items open for this many replies without an update: the model gets a reminder (0: never).
+AGENTWEB_TODO_REMINDER_TURNS = env_int("AGENTWEB_TODO_REMINDER_TURNS", 3)
 # The cheap model that writes a session's title, when a user prefers generated titles.
 AGENTWEB_TITLE_MODEL = env_str("AGENTWEB_TITLE_MODEL") or "claude-haiku-4-5"

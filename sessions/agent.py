@@ -12,14 +12,14 @@ import asyncio
 import contextlib
 import logging
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from . import context, coverage, handoff, store, thinking, window
+from . import context, coverage, handoff, store, thinking, todos, window
 from .context import ASSISTANT, USER, add_to_context, estimate_tokens
 from .coverage import Item
 from .handoff import NothingToHandOff, StructureReport
@@ -30,6 +30,7 @@ from .providers import (
     StreamEnd,
     TextDelta,
     ThinkingDelta,
+    ToolCall,
     Usage,
     get_provider,
 )
@@ -37,6 +38,12 @@ from .providers import (
 log = logging.getLogger(__name__)
 
 NOTES = "handoff_notes"  # a handoff's notes on a stretch too long to send whole
+TOOLS = (todos.TOOL,)  # the tools the agent offers the model
+TOOL_LIMIT = "tool_limit"  # the tool loop stopped at its bound
+TOOL_LIMIT_TEXT = (
+    "Stopped after {rounds} rounds of tool calls in one reply: send a message to let the model "
+    "go on."
+)
 # The context a job leaves for the next job of its session: (leaf id, messages), newest last.
 CONTEXTS: dict[int, tuple[int | None, list[dict[str, Any]]]] = {}
 MAX_CONTEXTS = 64
@@ -44,7 +51,7 @@ MAX_CONTEXTS = 64
 
 @dataclass(frozen=True)
 class AgentEvent:
-    """One of agent_start, message_start, message_update, message_end, agent_end."""
+    """One of agent_start, message_start, message_update, message_end, tool_end, agent_end."""
 
     type: str
     session_id: int
@@ -53,6 +60,7 @@ class AgentEvent:
     entry: Entry | None = None
     purpose: str = ""
     stage: str = ""  # which step of a longer generation, e.g. "part 2 of 5" of a handoff's notes
+    caller: Entry | None = None  # tool_end: the reply whose call this result answers
 
 
 Listener = Callable[[AgentEvent], Awaitable[None]]
@@ -85,16 +93,44 @@ class _Reply:
     error_kind: str = ""
     thinking: list[str] = field(default_factory=list)
     signature: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    stop_reason: str = ""
 
     def content(self) -> list[dict[str, Any]]:
-        """The reply's blocks as stored: its thinking (if any), then its text."""
+        """The reply's blocks as stored (the reference agent's form): its thinking (if any),
+        its text, its tool calls."""
         blocks: list[dict[str, Any]] = []
         if self.thinking:
             thought = {"type": "thinking", "thinking": "".join(self.thinking)}
             blocks.append({**thought, "signature": self.signature} if self.signature else thought)
         if self.text:
             blocks.append({"type": "text", "text": self.text})
+        for call in self.tool_calls:
+            arguments = call.arguments if call.arguments is not None else call.raw
+            blocks.append(
+                {"type": "toolCall", "id": call.id, "name": call.name, "arguments": arguments}
+            )
         return blocks
+
+    def request_message(self) -> dict[str, Any]:
+        """The reply as the Messages API takes it back within the tool loop."""
+        blocks: list[dict[str, Any]] = []
+        if self.thinking and self.signature:
+            blocks.append(
+                {
+                    "type": "thinking",
+                    "thinking": "".join(self.thinking),
+                    "signature": self.signature,
+                }
+            )
+        if self.text:
+            blocks.append({"type": "text", "text": self.text})
+        for call in self.tool_calls:
+            arguments = call.arguments if isinstance(call.arguments, dict) else {}
+            blocks.append(
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": arguments}
+            )
+        return {"role": ASSISTANT, "content": blocks}
 
     def add(self, text: str) -> None:
         self.parts.append(text)
@@ -232,7 +268,11 @@ class AgentSession:
             await self._emit("message_start", role=Entry.Role.USER, entry=user, purpose=purpose)
             await self._emit("message_end", role=Entry.Role.USER, entry=user, purpose=purpose)
             prepared = await prepare() if prepare else Prepared()
-            reply = await self._reply(purpose, prepared)
+            if purpose:  # a handoff's request: no tools, no reminders
+                _, reply = await self._reply(purpose, prepared)
+            else:
+                await self._notes_on_todos()
+                reply = await self._answer()
             await self._emit("agent_end", entry=reply, purpose=purpose)
             return reply
         finally:
@@ -244,7 +284,7 @@ class AgentSession:
         self.is_streaming, self._aborted, self._abort_reason = True, False, "cancelled"
         try:
             await self._emit("agent_start")
-            reply = await self._reply("", Prepared(), beside_others=True)
+            reply = await self._answer(beside_others=True)
             await self._emit("agent_end", entry=reply)
             return reply
         finally:
@@ -266,9 +306,68 @@ class AgentSession:
             self._stream_task.cancel()
         return True
 
+    async def _answer(self, *, beside_others: bool = False) -> Entry:
+        """The reply to the context, with the tool loop: while the model calls tools, run them,
+        store their results and let it go on, for at most AGENTWEB_MAX_TOOL_ROUNDS rounds.
+        A cancel stops the loop wherever it is; the model's last reply is returned."""
+        request = [{"role": m["role"], "content": list(m["content"])} for m in self.messages]
+        rounds = 0
+        while True:
+            reply, entry = await self._reply(
+                "", Prepared(messages=request), beside_others=beside_others, tools=TOOLS
+            )
+            beside_others = False  # only the first reply stands beside the one it replaces
+            if not reply.tool_calls or entry.status != Entry.Status.COMPLETE or not self._keep:
+                return entry
+            request.append(reply.request_message())
+            request.append(await self._run_tools(reply.tool_calls, entry))
+            rounds += 1
+            if self._aborted:
+                return entry
+            if rounds >= settings.AGENTWEB_MAX_TOOL_ROUNDS:
+                limit = await database_sync_to_async(store.append_custom)(
+                    self.session, TOOL_LIMIT, TOOL_LIMIT_TEXT.format(rounds=rounds)
+                )
+                await self._emit("message_end", role="", entry=limit)
+                return entry
+
+    async def _run_tools(self, calls: list[ToolCall], caller: Entry) -> dict[str, Any]:
+        """Run the reply's tool calls; each result is stored as a toolResult message (and put in
+        the context); returns the results as the next request's user message."""
+        blocks: list[dict[str, Any]] = []
+        for call in calls:
+            result = run_tool(call)
+            entry = await database_sync_to_async(store.append_tool_result)(
+                self.session, call.id, call.name, result.text, is_error=result.is_error,
+                details=result.details,
+            )  # fmt: skip
+            self._remember(entry)
+            await self._emit("tool_end", role=Entry.Role.TOOL_RESULT, entry=entry, caller=caller)
+            block = {"type": "tool_result", "tool_use_id": call.id, "content": result.text}
+            blocks.append({**block, "is_error": True} if result.is_error else block)
+        return {"role": USER, "content": blocks}
+
+    async def _notes_on_todos(self) -> None:
+        """Before a turn: tell the model of the user's change to the todo list, or remind it of
+        items that stayed open (each a `custom_message` the page shows as a small note)."""
+        notes = await database_sync_to_async(_todo_notes)(self.session)
+        for entry in notes:
+            self._remember(entry)
+            await self._emit("message_end", role="", entry=entry)
+
+    def _remember(self, entry: Entry) -> None:
+        """Put a stored entry in the context, as a fresh build of the branch would have it."""
+        for part in context.entry_parts(entry):
+            add_to_context(self.messages, part.role, part.text)
+
     async def _reply(
-        self, purpose: str, prepared: Prepared, *, beside_others: bool = False
-    ) -> Entry:
+        self,
+        purpose: str,
+        prepared: Prepared,
+        *,
+        beside_others: bool = False,
+        tools: Sequence[dict[str, Any]] = (),
+    ) -> tuple[_Reply, Entry]:
         reply = _Reply()
         self.partial_purpose, self.partial_stage = purpose, ""
         await self._emit("message_start", role=Entry.Role.ASSISTANT, purpose=purpose)
@@ -276,11 +375,11 @@ class AgentSession:
         # A reply thinks at the session's level; a handoff's document streams at once.
         budget = 0 if purpose else thinking.budget(self.session.thinking_level)
         status, error, outer_cancelled = await self._stream(
-            reply, messages, prepared.failure, thinking_budget=budget
+            reply, messages, prepared.failure, thinking_budget=budget, tools=tools
         )
         if self.on_stream_end is not None:
             await asyncio.shield(self.on_stream_end())
-        if status == Entry.Status.COMPLETE and not reply.text.strip():
+        if status == Entry.Status.COMPLETE and not reply.text.strip() and not reply.tool_calls:
             status, error = Entry.Status.FAILED, handoff.NO_TEXT
         fields: dict[str, Any] = {
             "status": status,
@@ -296,18 +395,17 @@ class AgentSession:
         await self._settle_partial()
         if not self._keep:  # the claim was lost: whoever took over keeps the saved partial
             await self._emit("message_end", role=Entry.Role.ASSISTANT, purpose=purpose)
-            return Entry(kind=Entry.Kind.MESSAGE, role=Entry.Role.ASSISTANT, **fields)
+            return reply, Entry(kind=Entry.Kind.MESSAGE, role=Entry.Role.ASSISTANT, **fields)
         save = database_sync_to_async(store.append_message)(
             self.session, Entry.Role.ASSISTANT, content, with_siblings=beside_others, **fields
         )
         # The final save must happen even when this task is being cancelled.
         entry = await asyncio.shield(save)
-        if status != Entry.Status.FAILED:
-            add_to_context(self.messages, Entry.Role.ASSISTANT, reply.text)
+        self._remember(entry)
         await self._emit("message_end", role=Entry.Role.ASSISTANT, entry=entry, purpose=purpose)
         if outer_cancelled:
             raise asyncio.CancelledError
-        return entry
+        return reply, entry
 
     async def _stream(
         self,
@@ -316,6 +414,7 @@ class AgentSession:
         failure: str = "",
         max_tokens: int | None = None,
         thinking_budget: int = 0,
+        tools: Sequence[dict[str, Any]] = (),
     ) -> tuple[str, str, bool]:
         """Stream one model call into `reply`, as a task an abort can cancel.
 
@@ -325,7 +424,7 @@ class AgentSession:
         if failure:
             return Entry.Status.FAILED, failure, False
         self._stream_task = asyncio.create_task(
-            self._consume(reply, messages, max_tokens, thinking_budget)
+            self._consume(reply, messages, max_tokens, thinking_budget, tools)
         )
         if self._aborted:  # cancelled before the reply began
             self._stream_task.cancel()
@@ -351,10 +450,11 @@ class AgentSession:
         messages: list[dict[str, Any]],
         max_tokens: int | None = None,
         thinking_budget: int = 0,
+        tools: Sequence[dict[str, Any]] = (),
     ) -> None:
         self._saved_chars = 0
         stream = self.provider.stream(
-            messages, max_tokens=max_tokens, thinking_budget=thinking_budget
+            messages, max_tokens=max_tokens, thinking_budget=thinking_budget, tools=tools
         )
         async for event in stream:
             if isinstance(event, ThinkingDelta):
@@ -376,8 +476,10 @@ class AgentSession:
                     self._saver = asyncio.create_task(self._keep_saving(reply))
                 elif reply.length - self._saved_chars >= settings.AGENTWEB_PARTIAL_SAVE_CHARS:
                     self._more.set()
+            elif isinstance(event, ToolCall):
+                reply.tool_calls.append(event)
             elif isinstance(event, StreamEnd):
-                reply.usage = event.usage
+                reply.usage, reply.stop_reason = event.usage, event.stop_reason
 
     async def _keep_saving(self, reply: _Reply) -> None:
         """Keep the reply so far in the session row every few seconds (or every few thousand
@@ -624,6 +726,44 @@ async def switch_failed(session: ChatSession, exc: Exception) -> HandoffFailed:
     failed = HandoffFailed(str(exc) or type(exc).__name__)
     await database_sync_to_async(store.append_custom)(session, "handoff_failed", str(failed))
     return failed
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    text: str
+    is_error: bool = False
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def run_tool(call: ToolCall) -> ToolResult:
+    """Run one of the agent's tools. Bad input is an error result the model can correct, never
+    an exception: a tool call cannot stop the generation."""
+    if call.name != todos.TOOL_NAME:
+        return ToolResult(f"Unknown tool {call.name!r}: the tools are {todos.TOOL_NAME}.", True)
+    if call.arguments is None:
+        return ToolResult(f"The input is not valid JSON: {call.raw[:200]!r}", True)
+    try:
+        items = todos.parse_input(call.arguments)
+    except todos.TodoInputError as error:
+        return ToolResult(f"The todo list was not changed: {error}.", True)
+    return ToolResult(todos.result_text(items), details={"todos": todos.as_dicts(items)})
+
+
+def _todo_notes(session: ChatSession) -> list[Entry]:
+    """The notes on the todo list the model needs before its turn (stored, so they follow the
+    branch and are exported): the user's change to the list, or a reminder of open items."""
+    state = todos.state(session)
+    notes = []
+    if state.unseen_user_change:
+        notes.append(
+            store.append_custom_message(
+                session, todos.NOTE_TYPE, todos.note_text(state.todos), display=True
+            )
+        )
+    elif todos.reminder_due(state):
+        text = todos.reminder_text(state.todos, state.turns_since_update)
+        notes.append(store.append_custom_message(session, todos.REMINDER_TYPE, text, display=True))
+    return notes
 
 
 def _preference(session: ChatSession, name: str) -> bool:

@@ -18,6 +18,7 @@ from django.conf import settings
 from . import commands, partials, runtime, store
 from .forms import Frame, FrameError, parse_frame
 from .models import ChatSession
+from .transcript import fold
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
@@ -230,7 +231,7 @@ def _catch_up(session_id: int, after: int) -> dict[str, Any]:
 
 
 def _render(entries: list[Any]) -> str:
-    return "".join(partials.entry(entry) for entry in entries)
+    return "".join(partials.entry(entry) for entry in fold(entries))
 
 
 class FrameBudget:

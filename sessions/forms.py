@@ -10,6 +10,7 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
+from . import todos
 from .models import Preferences
 from .providers import catalog
 
@@ -147,3 +148,70 @@ class RenameForm(forms.Form):
 
 class ImportForm(forms.Form):
     file = forms.FileField(label="Session file (JSONL)", allow_empty_file=True)
+
+
+TODO_OP = re.compile(r"^(?:save|add|(?:up|down|remove):\d{1,3})$")
+
+
+class TodoEditForm:
+    """The todo panel's change: the list as the panel shows it (`text` and `state` of each item,
+    in order; `done`: the indices ticked), and what to do to it (`op`: save, add `new`, or up,
+    down or remove item i)."""
+
+    def __init__(self, data: Any) -> None:
+        self.texts: list[str] = data.getlist("text")
+        self.states: list[str] = data.getlist("state")
+        self.done: list[str] = data.getlist("done")
+        self.op: str = data.get("op") or "save"
+        self.new: str = " ".join(str(data.get("new", "")).split())
+        self._problem = self._check()
+
+    def _check(self) -> str:
+        if len(self.texts) != len(self.states) or not TODO_OP.match(self.op):
+            return "That change to the todo list could not be read: reload the page."
+        if len(self.texts) + (self.op == "add") > todos.MAX_ITEMS:
+            return f"A todo list holds at most {todos.MAX_ITEMS} items."
+        if any(state not in todos.STATES for state in self.states):
+            return "That change to the todo list could not be read: reload the page."
+        if not all(index.isdigit() and int(index) < len(self.texts) for index in self.done):
+            return "That change to the todo list could not be read: reload the page."
+        texts = [*self.texts, self.new]
+        if any(len(text) > todos.MAX_TEXT for text in texts):
+            return f"A todo item is at most {todos.MAX_TEXT} characters long."
+        if self.op == "add" and not self.new:
+            return "Write the new item first."
+        return ""
+
+    def is_valid(self) -> bool:
+        return not self._problem
+
+    def problem(self) -> str:
+        return self._problem
+
+    def apply(self) -> tuple[list[todos.Todo], str]:
+        """The new list, and the id of the control to focus next."""
+        ticked = {int(index) for index in self.done}
+        items: list[todos.Todo | None] = []
+        for index, (text, state) in enumerate(zip(self.texts, self.states, strict=True)):
+            if index in ticked:
+                state = "done"
+            elif state == "done":
+                state = "pending"  # unticked
+            text = " ".join(text.split())
+            items.append(todos.Todo(text, state) if text else None)
+        name, _, number = self.op.partition(":")
+        at = int(number) if number else 0
+        focus = ""
+        if name == "add":
+            items.append(todos.Todo(self.new))
+            focus = "todo-new"
+        elif name in ("up", "down") and at < len(items):
+            to = at - 1 if name == "up" else at + 1
+            if 0 <= to < len(items):
+                items[at], items[to] = items[to], items[at]
+                last = len(items) - 1
+                focus = f"todo-{name}-{to}" if 0 < to < last else f"todo-text-{to}"
+        elif name == "remove" and at < len(items):
+            del items[at]
+            focus = f"todo-text-{min(at, len(items) - 1)}" if items else "todo-new"
+        return [item for item in items if item is not None], focus

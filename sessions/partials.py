@@ -6,6 +6,7 @@ The view renders `sessions/session.html` whole; these render one of its
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
@@ -18,6 +19,7 @@ from .models import ChatSession, Entry
 from .providers import catalog
 from .rendering import Blocks, render_markdown
 from .store import branch_outline
+from .todos import Todo
 from .transcript import window
 from .usage import Usage
 
@@ -28,6 +30,34 @@ def entry(entry: Entry) -> str:
     """An entry appended to the transcript."""
     inner = render_to_string(f"{PAGE}#entry", {"entry": entry})
     return f'<div hx-swap-oob="beforeend:#transcript">{inner}</div>'
+
+
+def entry_again(entry: Entry) -> str:
+    """An entry shown already, shown again in its place (a tool call got its result)."""
+    inner = render_to_string(f"{PAGE}#entry", {"entry": entry})
+    return inner.replace(
+        f'<article id="entry-{entry.pk}"', f'<article hx-swap-oob="true" id="entry-{entry.pk}"', 1
+    )
+
+
+def todo_panel(
+    session: ChatSession, todo_list: Sequence[Todo], *, focus: str = "", generating: bool = False
+) -> str:
+    """The todo list's panel, replacing the page's (`focus`: the control the tab whose change it
+    was should focus next)."""
+    context = {
+        "session": session,
+        "todo_list": todo_list,
+        "todo_summary": todo_summary(todo_list),
+        "todo_focus": focus,
+        "oob": True,
+    }
+    return render_to_string(f"{PAGE}#todos", context)
+
+
+def todo_summary(todo_list: Sequence[Todo]) -> str:
+    open_items = sum(1 for todo in todo_list if todo.is_open)
+    return f"{open_items} open of {len(todo_list)}" if todo_list else "none yet"
 
 
 def transcript(session: ChatSession, *, before: int | None = None) -> str:

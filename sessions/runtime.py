@@ -28,7 +28,7 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from . import commands, handoff, partials, store, thinking, titles, usage
+from . import commands, handoff, partials, store, thinking, titles, todos, usage
 from .agent import (
     NOTES,
     AgentEvent,
@@ -721,6 +721,18 @@ class Job:
             await self.flush()
             async with self.publishing:
                 await self._send(partials.live(None))
+        elif event.type == "tool_end" and event.entry is not None and event.caller is not None:
+            # The call's line in the reply gets its result folded under it, and the todo list
+            # the tool set goes to the panel.
+            result, caller = event.entry, event.caller
+            call_id = str(result.data.get("message", {}).get("toolCallId"))
+            caller.folded_results = {**(caller.folded_results or {}), call_id: result}
+            html = partials.entry_again(caller)
+            details = result.data.get("message", {}).get("details", {})
+            if "todos" in details:
+                html += partials.todo_panel(self.agent.session, todos.from_dicts(details["todos"]))
+            self.appended.append((result.pk, html))
+            await self.publish(html, entry_id=result.pk)
         elif event.type == "message_end" and event.entry is not None:
             await self.flush()
             html = partials.entry(event.entry)

@@ -17,7 +17,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Substr
 from django.utils import timezone
 
-from . import coverage, thinking
+from . import coverage, thinking, todos
 from .context import LLMMessage, build_context, context_tokens, entry_parts
 from .models import ChatSession, Entry, PendingPrompt, PromptTemplate, text_of
 from .search import searchable
@@ -386,6 +386,37 @@ def append_custom(
     )
 
 
+def append_tool_result(
+    session: ChatSession,
+    call_id: str,
+    tool_name: str,
+    text: str,
+    *,
+    is_error: bool = False,
+    details: dict[str, Any] | None = None,
+) -> Entry:
+    """A tool's result, as the reference agent stores it: a `toolResult` message naming the call
+    it answers (its `details` hold what the tool produced, e.g. the todo list it set)."""
+    message: dict[str, Any] = {"toolCallId": call_id, "toolName": tool_name, "isError": is_error}
+    if details:
+        message["details"] = details
+    return append_message(
+        session,
+        Entry.Role.TOOL_RESULT,
+        [{"type": "text", "text": text}],
+        data={"message": message},
+    )
+
+
+def append_todos(session: ChatSession, todo_list: Sequence[todos.Todo], source: str) -> Entry:
+    """The todo list as the user set it, or as a handoff document seeded it (never sent to the
+    model itself: the user's change reaches it as a note before its next turn)."""
+    text = todos.checklist(todo_list) or "(empty)"
+    return append_custom(
+        session, todos.CUSTOM_TYPE, text, data=todos.custom_data(todo_list, source)
+    )
+
+
 def save_partial(session: ChatSession, text: str, purpose: str, model: str) -> None:
     """Keep the reply streaming now (any append clears it): what a crash would lose."""
     ChatSession.objects.filter(pk=session.pk).update(
@@ -505,6 +536,9 @@ def hand_off(
             handed_off_from=from_entry,
         )
         append_custom_message(new, handoff.CUSTOM_TYPE, content, display=True, data=data)
+        # H14: the todo list reloads in the new session, from the document's open work.
+        if seeded := todos.from_document(handoff.unwrap(content)):
+            append_todos(new, seeded, "handoff")
         PendingPrompt.objects.filter(session_id=old.pk).update(session_id=new.pk)
         if generation_id:
             _move_claim(old, new, generation_id)

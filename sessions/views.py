@@ -25,9 +25,17 @@ from . import (
     search,
     session_file,
     store,
+    todos,
     transcript,
 )
-from .forms import CompareForm, ImportForm, ModelForm, PreferencesForm, RenameForm
+from .forms import (
+    CompareForm,
+    ImportForm,
+    ModelForm,
+    PreferencesForm,
+    RenameForm,
+    TodoEditForm,
+)
 from .models import ChatSession, Entry, Preferences
 from .providers import catalog
 
@@ -111,7 +119,26 @@ def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse
         "live_text": None,
         "rename_form": RenameForm(initial={"title": session.title}),
     }
+    todo_list = todos.state(session).todos
+    context.update(todo_list=todo_list, todo_summary=partials.todo_summary(todo_list))
     return render(request, "sessions/session.html", context)
+
+
+@require_POST
+def edit_todos(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
+    """The user's change to the todo list (tick, edit, add, remove, move), from the panel: the
+    whole list, as the panel shows it, and what to do to it."""
+    session = _own_session(request, session_id)
+    change = TodoEditForm(request.POST)
+    if not change.is_valid():
+        messages.error(request, change.problem())
+    elif session.is_generating:
+        messages.error(request, todos.BUSY)
+    else:
+        todo_list, focus = change.apply()
+        store.append_todos(session, todo_list, "user")
+        runtime.announce(session.pk, partials.todo_panel(session, todo_list, focus=focus))
+    return _after_setting(request, session)
 
 
 def earlier_entries(request: AuthenticatedRequest, session_id: int) -> HttpResponse:

@@ -192,6 +192,29 @@
   }
   document.addEventListener("DOMContentLoaded", setupCompare);
 
+  // The todo panel: a drawer, closed at first, on narrow screens, which stays as the reader left
+  // it when a change replaces it; the control in use (or the one the change points to) keeps
+  // the focus.
+  let todoFocus = "";
+  let todosClosed = false;
+  document.addEventListener("toggle", (event) => {
+    if (event.target.id === "todos") todosClosed = !event.target.open;
+  }, true);
+  document.addEventListener("focusin", (event) => {
+    todoFocus = event.target.closest && event.target.closest("#todos") ? event.target.id : "";
+  });
+  document.addEventListener("htmx:oobAfterSwap", (event) => {
+    const panel = event.target;  // the new panel (the event's detail holds the one it replaced)
+    if (!panel || panel.id !== "todos") return;
+    if (todosClosed) panel.open = false;
+    const next = todoFocus && document.getElementById(panel.dataset.focus || todoFocus);
+    if (next) next.focus();
+  });
+  document.addEventListener("DOMContentLoaded", () => {
+    const panel = $("#todos");
+    if (panel && window.matchMedia("(max-width: 74.99rem)").matches) panel.open = false;
+  });
+
   // Theme: auto (the system's), dark or light, kept in this browser.
   const THEMES = ["auto", "dark", "light"];
   function currentTheme() { return document.documentElement.dataset.theme || "auto"; }

@@ -54,6 +54,17 @@ class Reply:
     hold_after: int = -1  # stop after this many chunks until released (-1: never)
     thinking: list[str] = field(default_factory=list)  # thinking_delta chunks before the text
     signature: str = "fake-signature"  # the signature_delta that ends the thinking
+    # tool_use blocks after the text: (tool name, its input as JSON text, sent in two pieces)
+    tool_uses: list[tuple[str, str]] = field(default_factory=list)
+
+    @classmethod
+    def tool(cls, name: str, arguments: Any, *, text: str = "", raw: str | None = None) -> Reply:
+        """A reply that calls a tool (after `text`, if any); `raw`: the input as sent, when it
+        is not `arguments` as JSON (malformed input)."""
+        chunks = [text] if text else []
+        return cls(
+            chunks=chunks, tool_uses=[(name, raw if raw is not None else json.dumps(arguments))]
+        )
 
     @classmethod
     def text(cls, text: str, *, delay: float = 0.0, pieces: int = 0) -> Reply:
@@ -322,12 +333,18 @@ def _events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:
         )
     if chunks:
         events.append(("content_block_stop", {"type": "content_block_stop", "index": text_index}))
+    index = text_index + (1 if chunks else 0)
+    for number, (name, raw) in enumerate(reply.tool_uses):
+        events += _tool_use_events(index + number, f"toolu_fake_{index + number}", name, raw)
     events.append(
         (
             "message_delta",
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "delta": {
+                    "stop_reason": "tool_use" if reply.tool_uses else "end_turn",
+                    "stop_sequence": None,
+                },
                 "usage": {"output_tokens": reply.output_tokens},
             },
         )
@@ -335,6 +352,21 @@ def _events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:
     if reply.mode != "no_stop":
         events.append(("message_stop", {"type": "message_stop"}))
     return events
+
+
+def _tool_use_events(index: int, call_id: str, name: str, raw: str) -> list[tuple[str, Any]]:
+    """A tool_use block as the API streams it: its start, its input JSON in pieces, its stop."""
+    block = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
+    half = len(raw) // 2
+    return [
+        ("content_block_start", {"type": "content_block_start", "index": index, "content_block": block}),
+        *(
+            ("content_block_delta", {"type": "content_block_delta", "index": index,
+             "delta": {"type": "input_json_delta", "partial_json": piece}})
+            for piece in (raw[:half], raw[half:])
+        ),
+        ("content_block_stop", {"type": "content_block_stop", "index": index}),
+    ]  # fmt: skip
 
 
 def _thinking_events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -15,6 +15,7 @@ from .base import (
     StreamEnd,
     TextDelta,
     ThinkingDelta,
+    ToolCall,
     Usage,
 )
 from .catalog import LOCAL, ModelSpec
@@ -27,6 +28,7 @@ __all__ = [
     "StreamEnd",
     "TextDelta",
     "ThinkingDelta",
+    "ToolCall",
     "Usage",
     "get_provider",
     "label_for",
@@ -80,6 +82,7 @@ class UnavailableProvider(Provider):
         system: str | None = None,
         max_tokens: int | None = None,
         thinking_budget: int = 0,
+        tools: Sequence[dict[str, Any]] = (),
     ) -> AsyncIterator[ProviderEvent]:
         raise ProviderError(catalog.unavailable_reason(self.model), kind="unavailable")
         yield  # an async generator that fails at its first step

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, cast
 
 import anthropic
@@ -18,6 +19,7 @@ from .base import (
     StreamEnd,
     TextDelta,
     ThinkingDelta,
+    ToolCall,
     Usage,
 )
 from .catalog import ModelSpec
@@ -54,8 +56,11 @@ class AnthropicProvider(Provider):
         system: str | None = None,
         max_tokens: int | None = None,
         thinking_budget: int = 0,
+        tools: Sequence[dict[str, Any]] = (),
     ) -> AsyncIterator[ProviderEvent]:
         extra: dict[str, Any] = {"system": system} if system else {}
+        if tools:
+            extra["tools"] = list(tools)
         output = max_tokens or self.max_tokens
         if thinking_budget:  # the budget is part of max_tokens, which must exceed it
             extra["thinking"] = {"type": "enabled", "budget_tokens": thinking_budget}
@@ -64,6 +69,7 @@ class AnthropicProvider(Provider):
         input_tokens = output_tokens = cache_read = cache_write = 0
         stop_reason: str | None = None
         stopped = False
+        calls: dict[int, tuple[str, str, list[str]]] = {}  # tool_use blocks: id, name, JSON
         try:
             # The raw event stream, not `messages.stream()`: that helper rebuilds a snapshot
             # of the whole message and a second event for every delta, which costs a third
@@ -85,6 +91,14 @@ class AnthropicProvider(Provider):
                             yield ThinkingDelta(delta.thinking)
                         elif delta.type == "signature_delta":
                             yield ThinkingDelta("", signature=delta.signature)
+                        elif delta.type == "input_json_delta" and event.index in calls:
+                            calls[event.index][2].append(delta.partial_json)
+                    elif event.type == "content_block_start":
+                        block = event.content_block
+                        if block.type == "tool_use":
+                            calls[event.index] = (block.id, block.name, [])
+                    elif event.type == "content_block_stop" and event.index in calls:
+                        yield _tool_call(*calls.pop(event.index))
                     elif event.type == "message_start":
                         usage = event.message.usage
                         input_tokens, output_tokens = usage.input_tokens, usage.output_tokens
@@ -141,6 +155,15 @@ class AnthropicProvider(Provider):
         if not self.client_options["api_key"]:
             raise ProviderError(catalog.unavailable_reason(self.model), kind="auth")
         return shared_client(**self.client_options)
+
+
+def _tool_call(call_id: str, name: str, parts: list[str]) -> ToolCall:
+    raw = "".join(parts)
+    try:
+        arguments = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        arguments = None  # the caller answers with an error result the model can correct
+    return ToolCall(call_id, name, arguments, raw)
 
 
 _clients: weakref.WeakKeyDictionary[

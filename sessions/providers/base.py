@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,17 @@ class ThinkingDelta:
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """The model calls a tool: its id, the tool's name, and its input (None when the input
+    was not valid JSON; `raw` is what came)."""
+
+    id: str
+    name: str
+    arguments: Any
+    raw: str = ""
+
+
+@dataclass(frozen=True)
 class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
@@ -40,7 +51,7 @@ class StreamEnd:
     stop_reason: str = "end_turn"
 
 
-ProviderEvent = TextDelta | ThinkingDelta | StreamEnd
+ProviderEvent = TextDelta | ThinkingDelta | ToolCall | StreamEnd
 
 
 class ProviderError(Exception):
@@ -76,10 +87,13 @@ class Provider(ABC):
         system: str | None = None,
         max_tokens: int | None = None,
         thinking_budget: int = 0,
+        tools: Sequence[dict[str, Any]] = (),
     ) -> AsyncIterator[ProviderEvent]:
-        """Yield TextDelta (and ThinkingDelta) events, then exactly one StreamEnd; raise
-        ProviderError on failure.
+        """Yield TextDelta (and ThinkingDelta, ToolCall) events, then exactly one StreamEnd;
+        raise ProviderError on failure.
 
+        `tools`: the tools the model may call (the Messages API's definitions); a reply that
+        calls them ends with the stop reason `tool_use`, and the caller sends the results.
         `max_tokens` caps the output below the model's maximum (notes on a stretch).
         `thinking_budget` (tokens): think first, as Claude's extended thinking does.
         Cancelling the consuming task (or closing the iterator) must close the

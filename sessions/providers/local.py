@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from .. import todos
 from ..context import block_texts, estimate_tokens, message_tokens
 from ..coverage import extract
 from . import catalog
-from .base import Provider, ProviderError, ProviderEvent, StreamEnd, TextDelta, Usage
+from .base import Provider, ProviderError, ProviderEvent, StreamEnd, TextDelta, ToolCall, Usage
 from .catalog import LOCAL, ModelSpec
 from .summariser import read, write_document
 
@@ -50,6 +51,7 @@ class LocalProvider(Provider):
         system: str | None = None,
         max_tokens: int | None = None,
         thinking_budget: int = 0,
+        tools: Sequence[dict[str, Any]] = (),
     ) -> AsyncIterator[ProviderEvent]:
         # Counting and reading a long history takes a while: off the event loop, which every
         # tab's socket shares.
@@ -63,7 +65,14 @@ class LocalProvider(Provider):
                 "input length and max_tokens exceed context limit: "
                 f"{tokens} + {output} > {self.spec.window}",
             )
-        reply = await asyncio.to_thread(respond, messages)
+        results = tool_results(messages[-1]) if messages else []
+        call = None
+        if results:  # the tool loop's next round: say what the tools did
+            reply = after_tools(results)
+        else:
+            reply = await asyncio.to_thread(respond, messages)
+            if any(tool.get("name") == todos.TOOL_NAME for tool in tools):
+                call = todo_call(messages)
         if thinking_budget:
             reply = f"{IGNORES_THINKING}\n\n{reply}"
         reply = _at_most(reply, output)
@@ -73,7 +82,48 @@ class LocalProvider(Provider):
             else:
                 await asyncio.sleep(0)
             yield TextDelta(token)
-        yield StreamEnd(Usage(tokens, estimate_tokens(reply)), "end_turn")
+        if call is not None:
+            yield call
+        yield StreamEnd(Usage(tokens, estimate_tokens(reply)), "tool_use" if call else "end_turn")
+
+
+def todo_call(messages: list[dict[str, Any]]) -> ToolCall | None:
+    """When the last message writes out todo items (`todo: …` lines, a markdown checklist), a
+    `todo_write` call with the list the conversation's user side has written so far: a handoff
+    document's open work, the user's notes of their edits, their own items, in order, each item
+    in the state it was last written with."""
+    if not messages or messages[-1]["role"] != "user":
+        return None
+    if not todos.from_text("\n".join(block_texts(messages[-1].get("content", "")))):
+        return None
+    written: list[todos.Todo] = []
+    for message in messages:
+        if message["role"] != "user":
+            continue
+        for text in block_texts(message.get("content", "")):
+            if "<handoff-context>" in text:
+                written = todos.merged(written, todos.from_document(text))
+            else:
+                written = todos.merged(written, todos.from_text(text))
+    call_id = f"toolu_offline_{len(messages)}"
+    return ToolCall(call_id, todos.TOOL_NAME, {"todos": todos.as_dicts(written)})
+
+
+def tool_results(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if message.get("role") != "user" or not isinstance(content, list):
+        return []
+    return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+
+def after_tools(results: list[dict[str, Any]]) -> str:
+    """The reply after the tool loop ran the calls: what each result said."""
+    lines = []
+    for result in results:
+        text = result.get("content")
+        text = text if isinstance(text, str) else "\n".join(block_texts(text or []))
+        lines.append(f"The tool failed: {text}" if result.get("is_error") else text)
+    return "\n\n".join(lines)
 
 
 def _at_most(reply: str, max_tokens: int) -> str:

@@ -1,0 +1,327 @@
+"""The session's todo list: the list the agent keeps through its `todo_write` tool, which the
+user may edit too, which a reminder keeps alive, and which a handoff carries over.
+
+The list is part of the session's history, so it follows the branch and travels in the export:
+
+* the model's update is a `toolCall` block (`todo_write`, the full new list) in its reply, then
+  a `toolResult` message whose `details` hold the list it set (an error result sets nothing);
+* the user's edit, and the list seeded from a handoff document, are `custom` entries
+  (`customType` "todos"), which the model does not read; the user's change reaches the model
+  as a note (a `custom_message`, "todo_note") before its next turn;
+* the reminder is a `custom_message` ("todo_reminder") before a turn, once items have stayed
+  open for AGENTWEB_TODO_REMINDER_TURNS replies without an update.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Q
+
+from .models import ChatSession, Entry
+
+TOOL_NAME = "todo_write"
+CUSTOM_TYPE = "todos"  # a list set by the user or seeded from a handoff document
+NOTE_TYPE = "todo_note"  # the model is told of the user's change
+REMINDER_TYPE = "todo_reminder"
+
+STATES = ("pending", "in_progress", "done")
+STATE_LABELS = {"pending": "pending", "in_progress": "in progress", "done": "done"}
+BUSY = (
+    "Wait for the reply to end (or cancel it) to edit the todo list: the model may be changing it."
+)
+MAX_ITEMS = 100
+MAX_TEXT = 500
+
+TOOL: dict[str, Any] = {
+    "name": TOOL_NAME,
+    "description": (
+        "Replace this session's todo list with the full list given. Use it to plan work of "
+        "several steps and keep it current: mark an item in_progress when you start it and "
+        "done as soon as it is finished, add items you discover, remove ones that no longer "
+        "apply. Send the whole list every time; the user sees it beside the chat and may "
+        "edit it too."
+    ),
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "todos": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "text": {"type": "string", "description": "what to do"},
+                        "state": {"type": "string", "enum": list(STATES)},
+                    },
+                    "required": ["text", "state"],
+                },
+            }
+        },
+        "required": ["todos"],
+    },
+}
+
+
+@dataclass(frozen=True)
+class Todo:
+    text: str
+    state: str = "pending"
+
+    @property
+    def is_open(self) -> bool:
+        return self.state != "done"
+
+    def as_dict(self) -> dict[str, str]:
+        return {"text": self.text, "state": self.state}
+
+
+class TodoInputError(ValueError):
+    """A `todo_write` input the list cannot take; the message goes back to the model."""
+
+
+# --- the tool's input --------------------------------------------------------------------
+def parse_input(arguments: Any) -> list[Todo]:
+    """The list a `todo_write` call sets, or TodoInputError saying what is wrong with it."""
+    if not isinstance(arguments, dict) or not isinstance(arguments.get("todos"), list):
+        raise TodoInputError('the input must be {"todos": [{"text": …, "state": …}, …]}')
+    items = arguments["todos"]
+    if len(items) > MAX_ITEMS:
+        raise TodoInputError(f"at most {MAX_ITEMS} items, not {len(items)}")
+    todos: list[Todo] = []
+    for number, item in enumerate(items, 1):
+        if not isinstance(item, dict):
+            raise TodoInputError(f"item {number} must be an object with `text` and `state`")
+        text, state = item.get("text"), item.get("state")
+        if not isinstance(text, str) or not text.strip():
+            raise TodoInputError(f"item {number}: `text` must be non-empty text")
+        if len(text) > MAX_TEXT:
+            raise TodoInputError(f"item {number}: `text` is longer than {MAX_TEXT} characters")
+        if state not in STATES:
+            raise TodoInputError(
+                f"item {number}: `state` must be one of {', '.join(STATES)}, not {state!r}"
+            )
+        todos.append(Todo(" ".join(text.split()), state))
+    return todos
+
+
+def as_dicts(todos: Sequence[Todo]) -> list[dict[str, str]]:
+    return [todo.as_dict() for todo in todos]
+
+
+def from_dicts(items: Any) -> list[Todo]:
+    """A stored list (trusted, but read defensively: an imported file may hold anything)."""
+    try:
+        return parse_input({"todos": items})
+    except TodoInputError:
+        return []
+
+
+def summary(todos: Sequence[Todo]) -> str:
+    """`3 items: 1 done, 1 in progress, 1 pending`."""
+    if not todos:
+        return "The todo list is empty."
+    counts = [
+        f"{sum(1 for t in todos if t.state == state)} {STATE_LABELS[state]}"
+        for state in ("done", "in_progress", "pending")
+        if any(t.state == state for t in todos)
+    ]
+    return f"{len(todos)} item{'s' if len(todos) != 1 else ''}: {', '.join(counts)}"
+
+
+def checklist(todos: Sequence[Todo]) -> str:
+    """The list as a markdown checklist (in progress marked `[~]`)."""
+    marks = {"pending": " ", "in_progress": "~", "done": "x"}
+    return "\n".join(f"- [{marks[todo.state]}] {todo.text}" for todo in todos)
+
+
+def result_text(todos: Sequence[Todo]) -> str:
+    """What the model is told when its list was set."""
+    return f"Todo list updated. {summary(todos)}."
+
+
+def note_text(todos: Sequence[Todo]) -> str:
+    """What the model is told of the user's change to the list."""
+    if not todos:
+        return "The user cleared the todo list."
+    return f"The user edited the todo list. It is now:\n{checklist(todos)}"
+
+
+def reminder_text(todos: Sequence[Todo], turns: int) -> str:
+    open_items = [todo for todo in todos if todo.is_open]
+    return (
+        f"Reminder: {len(open_items)} item{'s' if len(open_items) != 1 else ''} of the todo "
+        f"list stayed open for {turns} replies without an update. If your work moved them on, "
+        f"update the list with {TOOL_NAME}; if they no longer apply, remove them.\n"
+        f"{checklist(open_items)}"
+    )
+
+
+# --- the list on a branch ----------------------------------------------------------------
+@dataclass(frozen=True)
+class TodoState:
+    todos: list[Todo]
+    # Complete replies since the list last changed (or the model was last reminded).
+    turns_since_update: int = 0
+    # The latest change is the user's and the model has not been told of it yet.
+    unseen_user_change: bool = False
+
+    @property
+    def open_count(self) -> int:
+        return sum(1 for todo in self.todos if todo.is_open)
+
+
+_CHANGES = (
+    Q(role=Entry.Role.TOOL_RESULT, data__message__toolName=TOOL_NAME)
+    | Q(kind=Entry.Kind.CUSTOM, custom_type=CUSTOM_TYPE)
+    | Q(kind=Entry.Kind.CUSTOM_MESSAGE, custom_type__in=[NOTE_TYPE, REMINDER_TYPE])
+)
+
+
+def state(session: ChatSession, upto: int | None = None) -> TodoState:
+    """The list on the session's branch (ending at entry `upto`, or the leaf), read with two or
+    three queries whatever the session's size: the tree's ids, the few entries that change the
+    list, and a count of the replies since."""
+    from .store import _path_to, _session_parents
+
+    leaf = upto if upto is not None else session.leaf_id
+    path = set(_path_to(leaf, _session_parents(session.pk)))
+    changes = [
+        entry
+        for entry in Entry.objects.filter(_CHANGES, session_id=session.pk).order_by("pk")
+        if entry.pk in path
+    ]
+    todos: list[Todo] = []
+    unseen = False
+    reset: Entry | None = None  # the latest change or reminder: replies are counted after it
+    for entry in changes:
+        if entry.kind == Entry.Kind.CUSTOM_MESSAGE:
+            unseen = unseen and entry.custom_type != NOTE_TYPE
+            reset = entry
+            continue
+        if entry.kind == Entry.Kind.CUSTOM:
+            data = entry.data.get("fields", {}).get("data", {})
+            todos, unseen = from_dicts(data.get("todos")), data.get("source") == "user"
+        else:
+            message = entry.data.get("message", {})
+            if message.get("isError"):
+                continue
+            todos, unseen = from_dicts(message.get("details", {}).get("todos")), False
+        reset = entry
+    turns = 0
+    if reset is not None and any(todo.is_open for todo in todos):
+        replies = Entry.objects.filter(
+            session_id=session.pk,
+            pk__gt=reset.pk,
+            kind=Entry.Kind.MESSAGE,
+            role=Entry.Role.ASSISTANT,
+            status=Entry.Status.COMPLETE,
+            data__purpose__isnull=True,
+        ).values_list("pk", flat=True)
+        turns = sum(1 for pk in replies if pk in path)
+    return TodoState(todos, turns, unseen)
+
+
+def reminder_due(todo_state: TodoState) -> bool:
+    every = settings.AGENTWEB_TODO_REMINDER_TURNS
+    return bool(every) and todo_state.open_count > 0 and todo_state.turns_since_update >= every
+
+
+def custom_data(todos: Sequence[Todo], source: str) -> dict[str, Any]:
+    """A `custom` entry's data for a list set by `source` (user, handoff), as exported."""
+    data = {"todos": as_dicts(todos), "source": source}
+    return {"fields": {"customType": CUSTOM_TYPE, "data": data}}
+
+
+# --- lists written in text: a handoff document, a conversation ----------------------------
+LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[(?P<box>[ xX~/-])\]\s+)?(?P<text>\S.*?)\s*$")
+TODO_LINE = re.compile(r"^\s*(?:[-*+]\s+)?todo:\s*(?P<text>\S.*?)\s*$", re.IGNORECASE)
+SUBHEADING = re.compile(r"^\s*(?:#{3,6}\s+(?P<h>.+?)|\*\*(?P<b>[^*]+?):?\*\*:?)\s*#*\s*$")
+BOX_STATES = {" ": "pending", "x": "done", "X": "done", "~": "in_progress", "/": "in_progress",
+              "-": "in_progress"}  # fmt: skip
+
+
+def from_document(document: str) -> list[Todo]:
+    """A handoff document's open work: the unchecked items of Progress (and the items under
+    its In Progress and Pending parts), then the Next Steps."""
+    sections = _sections(document)
+    todos: list[Todo] = []
+    part = ""
+    for line in sections.get("progress", []):
+        if heading := SUBHEADING.match(line):
+            part = _words(heading.group("h") or heading.group("b") or "")
+            continue
+        item = LIST_ITEM.match(line)
+        if item is None:
+            continue
+        box = item.group("box")
+        if box is not None:
+            if BOX_STATES[box] != "done":
+                state = "in_progress" if part == "in progress" else BOX_STATES[box]
+                todos.append(Todo(_clean(item.group("text")), state))
+        elif part in ("in progress", "pending"):
+            todos.append(Todo(_clean(item.group("text")), part.replace(" ", "_")))
+    for line in sections.get("next steps", []):
+        item = LIST_ITEM.match(line)
+        if item is not None and BOX_STATES.get(item.group("box") or " ") != "done":
+            todos.append(Todo(_clean(item.group("text"))))
+    return _distinct(todos)
+
+
+def from_text(text: str) -> list[Todo]:
+    """The items a message writes out: `todo: …` lines and markdown checklist items."""
+    todos: list[Todo] = []
+    for line in text.splitlines():
+        if todo := TODO_LINE.match(line):
+            todos.append(Todo(_clean(todo.group("text"))))
+        elif (item := LIST_ITEM.match(line)) and item.group("box") is not None:
+            todos.append(Todo(_clean(item.group("text")), BOX_STATES[item.group("box")]))
+    return todos
+
+
+def merged(current: Sequence[Todo], mentioned: Sequence[Todo]) -> list[Todo]:
+    """The list with the items a message mentions: a known item takes its new state, a new one
+    is added at the end."""
+    todos = list(current)
+    for todo in mentioned:
+        at = next((i for i, t in enumerate(todos) if t.text.lower() == todo.text.lower()), None)
+        if at is None:
+            todos.append(todo)
+        else:
+            todos[at] = Todo(todos[at].text, todo.state)
+    return _distinct(todos)
+
+
+def _sections(document: str) -> dict[str, list[str]]:
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in document.splitlines():
+        if match := re.match(r"^\s{0,3}#{1,2}\s+(.+?)\s*#*\s*$", line):
+            current = sections.setdefault(_words(match.group(1)), [])
+        elif current is not None:
+            current.append(line)
+    return sections
+
+
+def _words(title: str) -> str:
+    title = re.sub(r"\band\b", "&", re.sub(r"[*_`]", "", title).lower())
+    return re.sub(r"[^a-z&]+", " ", title).strip()
+
+
+def _clean(text: str) -> str:
+    text = " ".join(text.split())
+    return text[: MAX_TEXT - 1] + "…" if len(text) > MAX_TEXT else text
+
+
+def _distinct(todos: Sequence[Todo]) -> list[Todo]:
+    seen: set[str] = set()
+    kept: list[Todo] = []
+    for todo in todos:
+        key = todo.text.lower()
+        if todo.text and key not in seen:
+            seen.add(key)
+            kept.append(todo)
+    return kept[:MAX_ITEMS]
