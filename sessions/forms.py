@@ -202,7 +202,7 @@ class TodoEditForm:
         name, _, number = self.op.partition(":")
         at = int(number) if number else 0
         focus = ""
-        if name == "add":
+        if name == "add" or (name == "save" and self.new):  # Enter in the new item's box saves
             items.append(todos.Todo(self.new))
             focus = "todo-new"
         elif name in ("up", "down") and at < len(items):

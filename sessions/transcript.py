@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from . import todos
 from .context import bash_failed, bash_text, block_texts, image_placeholder, tool_call_line
 from .models import Entry
 from .store import Outline, entries_by_id
@@ -63,12 +64,22 @@ def blocks(entry: Entry) -> list[Block]:
             result = (entry.folded_results or {}).get(str(block.get("id")))
             name = str(block.get("name") or "tool")
             if result is None:
-                shown.append({"kind": "tool", "line": tool_call_line(block), "name": name})
+                shown.append({"kind": "tool", "line": _call_line(block), "name": name})
             else:
-                shown.append(_result_block(result, name, line=tool_call_line(block)))
+                shown.append(_result_block(result, name, line=_call_line(block)))
         elif kind == "image":
             shown.append({"kind": "image", "text": image_placeholder(block)})
     return shown
+
+
+def _call_line(block: Block) -> str:
+    """A tool call on one line; the agent's own todo_write as what it set (the list is in the
+    panel, and in full under the line)."""
+    if block.get("name") == todos.TOOL_NAME and isinstance(block.get("arguments"), dict):
+        todo_list = todos.from_dicts(block["arguments"].get("todos"))
+        if todo_list or block["arguments"].get("todos") == []:
+            return f"{todos.TOOL_NAME}: {todos.summary(todo_list).removesuffix('.')}"
+    return tool_call_line(block)
 
 
 def _result_block(result: Entry, name: str, *, line: str) -> Block:

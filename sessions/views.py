@@ -136,7 +136,8 @@ def edit_todos(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
         messages.error(request, todos.BUSY)
     else:
         todo_list, focus = change.apply()
-        store.append_todos(session, todo_list, "user")
+        if todo_list != todos.state(session).todos:  # a change that changes nothing is not kept
+            store.append_todos(session, todo_list, "user")
         runtime.announce(session.pk, partials.todo_panel(session, todo_list, focus=focus))
     return _after_setting(request, session)
 

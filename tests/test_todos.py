@@ -402,7 +402,7 @@ async def test_the_offline_model_keeps_the_list_from_todo_lines_and_checklists(o
         Todo("Install deps", "done"),
         Todo("Write the parser"),
     ]
-    assert "todo_write(todos=" in html  # the call, folded with its result, as Claude's is
+    assert "todo_write: 3 items: 1 done, 2 pending</code>" in html  # the call, as Claude's is
 
     await tab.send(message="- [x] Read the config\n- [~] Write the parser")
     await tab.until("1 in progress")

@@ -1,0 +1,139 @@
+"""In Chromium: the todo panel updates live while the model works and after a handoff, and the
+user edits it by keyboard alone (issue 12)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from sessions import handoff
+
+from ..fake_anthropic import Reply
+from .conftest import ARTIFACTS, sign_in
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PLAN = {
+    "todos": [
+        {"text": "Read the config loader", "state": "done"},
+        {"text": "Rewrite the parser", "state": "in_progress"},
+        {"text": "Run the test suite", "state": "pending"},
+    ]
+}
+DOCUMENT = "\n\n".join(
+    f"## {section}\n"
+    + {
+        "Progress": "- [x] Read the config loader\n- [ ] Rewrite the parser",
+        "Next Steps": "1. Run the test suite\n2. Update the changelog",
+    }.get(section, f"{section} details.")
+    for section in handoff.SECTIONS
+)
+
+
+def item_texts(page) -> list[str]:
+    return [box.input_value() for box in page.locator("#todos .todo input[type=text]").all()]
+
+
+def test_the_panel_follows_the_model_and_comes_back_after_a_handoff(
+    page, claude_url, fake_server, django_user_model
+):
+    fake_server.reset()
+    fake_server.enqueue(
+        Reply.tool("todo_write", PLAN, text="Here is the plan."),
+        Reply.held(["Rewriting"], [" the parser now."]),
+        Reply.text(DOCUMENT),
+    )
+    page.set_viewport_size({"width": 1440, "height": 900})
+    sign_in(page, claude_url, django_user_model, "planner")
+    page.get_by_role("button", name="New session").click()
+    page.wait_for_url(re.compile(r"/sessions/\d+/$"))
+    panel = page.locator("#todos")
+    expect(panel).to_contain_text("none yet")
+    page.get_by_label("Message").fill("Make the config parser fast")
+    page.get_by_label("Message").press("Enter")
+
+    # The list is in the panel while the model's next round still streams.
+    expect(page.locator("#live-text")).to_have_text("Rewriting")
+    expect(panel).to_contain_text("2 open of 3")
+    assert item_texts(page) == [
+        "Read the config loader",
+        "Rewrite the parser",
+        "Run the test suite",
+    ]
+    expect(panel.get_by_label("Done: Read the config loader")).to_be_checked()
+    expect(panel.locator(".todo--in_progress")).to_contain_text("in progress")
+    transcript = page.locator("#transcript")
+    expect(transcript.locator(".tool-line")).to_have_text(
+        "todo_write: 3 items: 1 done, 1 in progress, 1 pending"
+    )
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "todos-live.png"), full_page=True)
+    fake_server.release()
+    expect(transcript.locator(".entry--assistant.status--complete").last).to_contain_text(
+        "Rewriting the parser now."
+    )
+
+    old_url = page.url
+    page.get_by_label("Message").fill("/handoff")
+    page.get_by_label("Message").press("Enter")
+    page.wait_for_url(lambda url: url != old_url and re.search(r"/sessions/\d+/$", url))
+    expect(page.locator("#todos")).to_contain_text("3 open of 3")
+    assert item_texts(page) == ["Rewrite the parser", "Run the test suite", "Update the changelog"]
+    expect(page.locator("#transcript")).to_contain_text("Todo list carried over from the handoff")
+
+
+def test_the_list_is_edited_by_keyboard_alone(signed_in, server_url):
+    page = signed_in
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.get_by_role("button", name="New session").click()
+    page.wait_for_url(re.compile(r"/sessions/\d+/$"))
+    panel = page.locator("#todos")
+    new_item = panel.get_by_label("New item")
+
+    new_item.focus()
+    page.keyboard.type("Write the docs")
+    page.keyboard.press("Enter")
+    expect(panel).to_contain_text("1 open of 1")
+    expect(new_item).to_be_focused()
+    page.keyboard.type("Ship it")
+    page.keyboard.press("Enter")
+    expect(panel).to_contain_text("2 open of 2")
+    assert item_texts(page) == ["Write the docs", "Ship it"]
+
+    # Shift+Tab back to "Move up: Ship it", then Enter.
+    up = panel.get_by_role("button", name="Move up: Ship it")
+    for _ in range(12):
+        page.keyboard.press("Shift+Tab")
+        if up.evaluate("el => el === document.activeElement"):
+            break
+    page.keyboard.press("Enter")
+    expect(panel.locator(".todo input[type=text]").first).to_have_value("Ship it")
+    expect(panel.get_by_label("Item 1")).to_be_focused()
+
+    # Tick it with the space bar; the focus stays on its box.
+    page.keyboard.press("Shift+Tab")
+    expect(panel.get_by_label("Done: Ship it")).to_be_focused()
+    page.keyboard.press("Space")
+    expect(panel).to_contain_text("1 open of 2")
+    expect(panel.get_by_label("Done: Ship it")).to_be_checked()
+    expect(panel.get_by_label("Done: Ship it")).to_be_focused()
+
+    # Edit a text and remove an item.
+    page.keyboard.press("Tab")
+    page.keyboard.press("ControlOrMeta+a")
+    page.keyboard.type("Ship it on Friday")
+    page.keyboard.press("Enter")
+    expect(panel.get_by_label("Item 1")).to_have_value("Ship it on Friday")
+    remove = panel.get_by_role("button", name="Remove: Write the docs")
+    for _ in range(12):
+        page.keyboard.press("Tab")
+        if remove.evaluate("el => el === document.activeElement"):
+            break
+    page.keyboard.press("Enter")
+    expect(panel).to_contain_text("0 open of 1")
+    assert item_texts(page) == ["Ship it on Friday"]
+    page.reload()
+    assert item_texts(page) == ["Ship it on Friday"]
+    expect(page.locator("#transcript .marker--todos").first).to_have_text("Todo list edited")
