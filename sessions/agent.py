@@ -512,7 +512,8 @@ class AgentSession:
         branch = await database_sync_to_async(store.get_branch)(self.session)
         handoff.check_guard(store.count_messages(branch))
         self._handoff_aborted = False
-        prompt_text = handoff.build_prompt(focus)
+        todo_list = (await database_sync_to_async(todos.state)(self.session)).todos
+        prompt_text = handoff.build_prompt(focus, todos.for_handoff(todo_list))
         context_before = self.session.context_tokens
         try:
             reply = await self.prompt(

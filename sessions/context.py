@@ -6,10 +6,11 @@
   after it. Without a compaction, every entry goes in.
 * `custom_message`, `branch_summary` and the user's own bash executions speak as the
   user; tool results do too, as the Messages API has them.
-* agentweb defines no tools, so tool calls, tool results, bash executions and thinking
-  travel as compact labelled text, in the form the reference agent uses when it
-  serialises a conversation for its summariser. Images become a placeholder naming
-  their type.
+* Tool calls, tool results, bash executions and thinking travel as compact labelled text,
+  in the form the reference agent uses when it serialises a conversation for its
+  summariser: an imported session's tools are not agentweb's, and the agent's own
+  `todo_write` calls go as structured `tool_use` blocks only within the tool loop of the
+  reply that makes them. Images become a placeholder naming their type.
 
 The context is built as `Part`s (one per block, labelled by what it is) so the handoff can
 clip, leave out or summarise the right ones when the context is larger than the window;

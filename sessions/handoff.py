@@ -153,10 +153,12 @@ class NothingToHandOff(Exception):
         super().__init__(NOTHING_TO_HAND_OFF)
 
 
-def build_prompt(focus: str = "") -> str:
-    """The fixed handoff prompt (H4), with `Additional focus: …` when focus is given."""
+def build_prompt(focus: str = "", todo_list: str = "") -> str:
+    """The fixed handoff prompt (H4), with `Additional focus: …` when focus is given, and the
+    session's todo list (`todos.for_handoff`) when it has one."""
     focus = focus.strip()
-    return f"{PROMPT}\n\nAdditional focus: {focus}" if focus else PROMPT
+    prompt = f"{PROMPT}\n\nAdditional focus: {focus}" if focus else PROMPT
+    return f"{prompt}\n\n{todo_list}" if todo_list else prompt
 
 
 def check_guard(message_count: int) -> None:

@@ -236,6 +236,30 @@ def custom_data(todos: Sequence[Todo], source: str) -> dict[str, Any]:
     return {"fields": {"customType": CUSTOM_TYPE, "data": data}}
 
 
+# --- the list in a handoff request ---------------------------------------------------------
+HANDOFF_INTRO = "The session's todo list, as it stands:"
+HANDOFF_ASK = (
+    "Carry it over: in Progress, list its open items as unchecked checklist items "
+    "(`- [ ] …`, `- [~] …` for one in progress) and its finished ones as checked (`- [x] …`)."
+)
+
+
+def for_handoff(todo_list: Sequence[Todo]) -> str:
+    """What the handoff request says of the list, so that the document carries it over (the new
+    session's list is read back from the document)."""
+    if not todo_list:
+        return ""
+    return f"{HANDOFF_INTRO}\n{checklist(todo_list)}\n{HANDOFF_ASK}"
+
+
+def in_handoff_request(request: str) -> list[str]:
+    """The checklist lines a handoff request gave (see `for_handoff`)."""
+    _, found, rest = request.partition(HANDOFF_INTRO + "\n")
+    if not found:
+        return []
+    return [line for line in rest.splitlines() if line.startswith("- [")][:MAX_ITEMS]
+
+
 # --- lists written in text: a handoff document, a conversation ----------------------------
 LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[(?P<box>[ xX~/-])\]\s+)?(?P<text>\S.*?)\s*$")
 TODO_LINE = re.compile(r"^\s*(?:[-*+]\s+)?todo:\s*(?P<text>\S.*?)\s*$", re.IGNORECASE)

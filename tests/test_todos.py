@@ -543,3 +543,53 @@ def test_the_panel_form_says_where_the_focus_goes():
     assert apply("up:1") == ([Todo("b"), Todo("a"), Todo("c")], "todo-text-0")
     assert apply("down:1") == ([Todo("a"), Todo("c"), Todo("b")], "todo-text-2")
     assert apply("remove:2") == ([Todo("a"), Todo("b")], "todo-text-1")
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_offline_the_list_carries_over_after_a_handoff(owner, open_tab):
+    session = await db_async(make_session)(owner, model="local")
+    _, tab = await open_tab(owner, session)
+    await tab.send(
+        message="Plan:\n- [ ] Read the config\n- [x] Install deps\ntodo: Write the parser"
+    )
+    await tab.until("Todo list updated.")
+    await runtime.wait_idle()
+    await tab.send(message="- [~] Read the config")
+    await tab.until("1 in progress")
+    await runtime.wait_idle()
+    await tab.send(message="/handoff")
+    await tab.until("data-url=")
+    await runtime.wait_idle()
+    old_branch = await db_async(store.get_branch)(session)
+    request = next(e for e in old_branch if e.data.get("purpose") == "handoff" and e.role == "user")
+    assert request.text.endswith(
+        "The session's todo list, as it stands:\n"
+        "- [~] Read the config\n- [x] Install deps\n- [ ] Write the parser\n"
+        "Carry it over: in Progress, list its open items as unchecked checklist items "
+        "(`- [ ] …`, `- [~] …` for one in progress) and its finished ones as checked (`- [x] …`)."
+    )
+    new = await db_async(lambda: ChatSession.objects.get(parent_session=session))()
+    carried = await db_async(state_of)(new)
+    assert carried[:2] == [Todo("Read the config", "in_progress"), Todo("Write the parser")]
+    assert Todo("Install deps", "done") not in carried
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_cancel_before_the_call_is_complete_runs_no_tool(owner, fake_anthropic, open_tab):
+    session = await db_async(make_session)(owner)
+    calling = Reply.tool("todo_write", PLAN)
+    calling.chunks, calling.hold_after = ["Planning", " the work."], 1
+    fake_anthropic.enqueue(calling)
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Plan it")
+    assert await asyncio.to_thread(fake_anthropic.wait_for_hold)
+    await tab.send(action="cancel")
+    await tab.until("Cancelled")
+    await runtime.wait_idle()
+    branch = await db_async(store.get_branch)(session)
+    assert [(e.role, e.status) for e in branch] == [("user", "complete"), ("assistant", "aborted")]
+    assert branch[-1].content == [{"type": "text", "text": "Planning"}]
+    assert len(fake_anthropic.requests) == 1
+    assert await db_async(state_of)(session) == []

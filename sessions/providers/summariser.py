@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import todos
 from ..context import BRANCH_SUMMARY_PREFIX, COMPACTION_PREFIX, block_texts
 from ..coverage import KIND_LABELS, SALIENT, Piece, normalise, rank_pieces
 
@@ -108,6 +109,7 @@ def write_document(sections: list[str], reading: Reading, request: str, cwd: str
         )[:16],
         "progress": lambda: _unique(
             kept["progress"][:24]
+            + todos.in_handoff_request(request)
             + [f"Asked: {_first_sentence(text)}" for text in requests[-6:]]
             + ([f"Last reply: {_first_sentence(reading.replies[-1])}"] if reading.replies else [])
         ),

@@ -137,3 +137,23 @@ def test_the_list_is_edited_by_keyboard_alone(signed_in, server_url):
     page.reload()
     assert item_texts(page) == ["Ship it on Friday"]
     expect(page.locator("#transcript .marker--todos").first).to_have_text("Todo list edited")
+
+
+def test_on_a_narrow_screen_the_list_is_a_drawer_that_stays_as_left(signed_in, server_url):
+    page = signed_in
+    page.set_viewport_size({"width": 375, "height": 800})
+    page.get_by_role("button", name="New session").click()
+    page.wait_for_url(re.compile(r"/sessions/\d+/$"))
+    panel = page.locator("#todos")
+    expect(panel).not_to_have_attribute("open", "")
+    page.get_by_label("Message").fill("- [ ] Read the config\n- [x] Install deps\ntodo: Write it")
+    page.get_by_label("Message").press("Enter")
+    expect(panel.locator("summary")).to_contain_text("2 open of 3")  # updated, still closed
+    expect(panel).not_to_have_attribute("open", "")
+    expect(panel.get_by_label("New item")).to_be_hidden()
+    panel.locator("summary").click()
+    expect(panel.get_by_label("Item 1")).to_have_value("Read the config")
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 0, f"the page scrolls sideways by {overflow}px"
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "todos-drawer-375.png"), full_page=True)
