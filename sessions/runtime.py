@@ -610,8 +610,9 @@ class Job:
                 if turn.regenerate:
                     await self.agent.regenerate()
                     continue
+                first = not self.agent.messages  # the session's first prompt
                 await self.agent.prompt(turn.text, expand_prompt_templates=False, user=turn.user)
-                if len(self.agent.messages) == 2:  # the session's first reply
+                if first:
                     write_title_soon(self.session_id)
         except Exception:
             log.exception("generation %s failed", self.generation_id)

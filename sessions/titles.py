@@ -52,9 +52,10 @@ def wanted(session_id: int) -> Wanted | None:
     if not Preferences.objects.filter(user_id=session.owner_id, generate_titles=True).exists():
         return None
     branch = [entry for entry in store.get_branch(session) if entry.kind == Entry.Kind.MESSAGE]
-    if [entry.role for entry in branch] != [Entry.Role.USER, Entry.Role.ASSISTANT]:
-        return None
-    question, answer = branch
+    questions = [entry for entry in branch if entry.role == Entry.Role.USER]
+    if len(questions) != 1 or branch[-1].role != Entry.Role.ASSISTANT:
+        return None  # not the first exchange (its reply may have called tools on the way)
+    question, answer = questions[0], branch[-1]
     if answer.status != Entry.Status.COMPLETE:
         return None
     if session.title != store.title_from(question.text):

@@ -208,3 +208,24 @@ def test_the_preference_is_on_the_preferences_page(client, owner):
     assert "Give new sessions a short title written by Claude" in page
     client.post(reverse("chat:preferences"), {"generate_titles": "on"})
     assert Preferences.objects.get(user=owner).generate_titles is True
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_first_reply_that_called_tools_gets_a_title_too(
+    owner, fake_anthropic, open_tab, title_model
+):
+    await db_async(prefer_titles)(owner)
+    session = await db_async(make_session)(owner)
+    plan = {"todos": [{"text": "Read the TOML file", "state": "pending"}]}
+    fake_anthropic.enqueue(
+        Reply.tool("todo_write", plan), Reply.text("Use tomllib."), Reply.text("TOML in Python")
+    )
+    _, tab = await open_tab(owner, session)
+    await tab.send(message=QUESTION)
+    await tab.until("TOML in Python</h1>")
+    await runtime.wait_idle()
+    title_request = fake_anthropic.requests[-1]["json"]
+    assert title_request["model"] == "claude-cheap-test"
+    assert "tools" not in title_request
+    assert "Assistant: Use tomllib." in title_request["messages"][0]["content"]
