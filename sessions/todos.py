@@ -182,18 +182,17 @@ _CHANGES = (
 
 
 def state(session: ChatSession, upto: int | None = None) -> TodoState:
-    """The list on the session's branch (ending at entry `upto`, or the leaf), read with two or
-    three queries whatever the session's size: the tree's ids, the few entries that change the
-    list, and a count of the replies since."""
+    """The list on the session's branch (ending at entry `upto`, or the leaf), read with at most
+    three queries whatever the session's size: the few entries that change the list (none:
+    done), the tree's ids, and the replies since the latest change."""
     from .store import _path_to, _session_parents
 
+    changes = list(Entry.objects.filter(_CHANGES, session_id=session.pk).order_by("pk"))
+    if not changes:  # most sessions: one query
+        return TodoState([])
     leaf = upto if upto is not None else session.leaf_id
     path = set(_path_to(leaf, _session_parents(session.pk)))
-    changes = [
-        entry
-        for entry in Entry.objects.filter(_CHANGES, session_id=session.pk).order_by("pk")
-        if entry.pk in path
-    ]
+    changes = [entry for entry in changes if entry.pk in path]
     todos: list[Todo] = []
     unseen = False
     reset: Entry | None = None  # the latest change or reminder: replies are counted after it

@@ -593,3 +593,22 @@ async def test_cancel_before_the_call_is_complete_runs_no_tool(owner, fake_anthr
     assert branch[-1].content == [{"type": "text", "text": "Planning"}]
     assert len(fake_anthropic.requests) == 1
     assert await db_async(state_of)(session) == []
+
+
+def test_an_unknown_tool_or_bad_json_is_an_error_result_not_an_exception():
+    from sessions.agent import run_tool
+    from sessions.providers import ToolCall
+
+    unknown = run_tool(ToolCall("toolu_1", "bash", {"command": "ls"}))
+    assert (unknown.text, unknown.is_error) == (
+        "Unknown tool 'bash': the tools are todo_write.",
+        True,
+    )
+    broken = run_tool(ToolCall("toolu_2", "todo_write", None, raw='{"todos": ['))
+    assert (broken.text, broken.is_error) == ("The input is not valid JSON: '{\"todos\": ['", True)
+    fine = run_tool(ToolCall("toolu_3", "todo_write", {"todos": [{"text": "a", "state": "done"}]}))
+    assert (fine.text, fine.is_error, fine.details) == (
+        "Todo list updated. 1 item: 1 done.",
+        False,
+        {"todos": [{"text": "a", "state": "done"}]},
+    )
