@@ -20,12 +20,27 @@ QUESTION = (
 )
 
 
+CUT = "How do I read a TOML config file in Python 3.11 without installing anything…"
+
+
 def title_of(session: ChatSession) -> str:
     return ChatSession.objects.get(pk=session.pk).title
 
 
 def prefer_titles(owner, on: bool = True) -> None:
     Preferences.objects.update_or_create(user=owner, defaults={"generate_titles": on})
+
+
+async def first_exchange(owner, fake_anthropic, open_tab, *then: Reply):
+    """A session of an owner who prefers generated titles, its first question answered ("Use
+    tomllib."), the replies `then` queued after it; the session and its tab."""
+    await db_async(prefer_titles)(owner)
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(Reply.text("Use tomllib."), *then)
+    _, tab = await open_tab(owner, session)
+    await tab.send(message=QUESTION)
+    await tab.until("Use tomllib.</p>")
+    return session, tab
 
 
 @pytest.fixture
@@ -39,13 +54,12 @@ def title_model(settings):
 async def test_the_first_reply_is_followed_by_a_generated_title(
     owner, fake_anthropic, open_tab, title_model
 ):
-    await db_async(prefer_titles)(owner)
-    session = await db_async(make_session)(owner)
-    fake_anthropic.enqueue(Reply.text("Use tomllib."), Reply.text('"Reading TOML with tomllib."'))
-    _, tab = await open_tab(owner, session)
-    await tab.send(message=QUESTION)
-    html = await tab.until("Reading TOML with tomllib</h1>")
-    assert "without installing anything…</h1>" in html  # the cut title came first
+    session, tab = await first_exchange(
+        owner, fake_anthropic, open_tab, Reply.text('"Reading TOML with tomllib."')
+    )
+    await tab.until("Reading TOML with tomllib</h1>")
+    shown = "".join(tab.received)
+    assert shown.index("without installing anything…</h1>") < shown.index("tomllib</h1>")
     await runtime.wait_idle()
     assert await db_async(title_of)(session) == "Reading TOML with tomllib"
     reply, title = (request["json"] for request in fake_anthropic.requests)
@@ -85,9 +99,7 @@ async def test_without_the_preference_no_title_is_asked_for(
     await tab.until("Use tomllib.</p>")
     await runtime.wait_idle()
     assert len(fake_anthropic.requests) == 1
-    assert await db_async(title_of)(session) == (
-        "How do I read a TOML config file in Python 3.11 without installing anything…"
-    )
+    assert await db_async(title_of)(session) == CUT
 
 
 @pytest.mark.asyncio
@@ -100,9 +112,7 @@ async def test_the_offline_model_keeps_the_cut_title(owner, fake_anthropic, open
     await tab.until("offline model")
     await runtime.wait_idle()
     assert fake_anthropic.requests == []
-    assert await db_async(title_of)(session) == (
-        "How do I read a TOML config file in Python 3.11 without installing anything…"
-    )
+    assert await db_async(title_of)(session) == CUT
 
 
 @pytest.mark.asyncio
@@ -110,14 +120,13 @@ async def test_the_offline_model_keeps_the_cut_title(owner, fake_anthropic, open
 async def test_the_chat_goes_on_while_the_title_is_written(
     owner, fake_anthropic, open_tab, title_model
 ):
-    await db_async(prefer_titles)(owner)
-    session = await db_async(make_session)(owner)
-    fake_anthropic.enqueue(
-        Reply.text("Use tomllib."), Reply.held(["TOML"], [" in Python"]), Reply.text("Yes, 3.11+.")
+    session, tab = await first_exchange(
+        owner,
+        fake_anthropic,
+        open_tab,
+        Reply.held(["TOML"], [" in Python"]),
+        Reply.text("Yes, 3.11+."),
     )
-    _, tab = await open_tab(owner, session)
-    await tab.send(message=QUESTION)
-    await tab.until("Use tomllib.</p>")
     assert await asyncio.to_thread(fake_anthropic.wait_for_hold)  # the title call is held
     await tab.send(message="Is it in the standard library?")
     await tab.until("Yes, 3.11+.</p>")
@@ -133,12 +142,9 @@ async def test_the_chat_goes_on_while_the_title_is_written(
 async def test_a_rename_while_the_title_is_written_wins(
     owner, fake_anthropic, open_tab, title_model, async_client
 ):
-    await db_async(prefer_titles)(owner)
-    session = await db_async(make_session)(owner)
-    fake_anthropic.enqueue(Reply.text("Use tomllib."), Reply.held(["TOML"], [" in Python"]))
-    _, tab = await open_tab(owner, session)
-    await tab.send(message=QUESTION)
-    await tab.until("Use tomllib.</p>")
+    session, tab = await first_exchange(
+        owner, fake_anthropic, open_tab, Reply.held(["TOML"], [" in Python"])
+    )
     assert await asyncio.to_thread(fake_anthropic.wait_for_hold)
     await async_client.aforce_login(owner)
     await async_client.post(reverse("chat:rename", args=[session.pk]), {"title": "Config loading"})
@@ -150,19 +156,14 @@ async def test_a_rename_while_the_title_is_written_wins(
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)
 async def test_cancel_stops_the_title_call(owner, fake_anthropic, open_tab, title_model):
-    await db_async(prefer_titles)(owner)
-    session = await db_async(make_session)(owner)
-    fake_anthropic.enqueue(Reply.text("Use tomllib."), Reply.held(["TOML"], [" in Python"]))
-    _, tab = await open_tab(owner, session)
-    await tab.send(message=QUESTION)
-    await tab.until("Use tomllib.</p>")
+    session, tab = await first_exchange(
+        owner, fake_anthropic, open_tab, Reply.held(["TOML"], [" in Python"])
+    )
     assert await asyncio.to_thread(fake_anthropic.wait_for_hold)
     await tab.send(action="cancel")
     assert await asyncio.to_thread(fake_anthropic.wait_for_disconnect)
     await runtime.wait_idle()
-    assert await db_async(title_of)(session) == (
-        "How do I read a TOML config file in Python 3.11 without installing anything…"
-    )
+    assert await db_async(title_of)(session) == CUT
 
 
 @pytest.mark.asyncio
@@ -170,19 +171,15 @@ async def test_cancel_stops_the_title_call(owner, fake_anthropic, open_tab, titl
 async def test_a_failed_title_call_leaves_the_cut_title_and_says_nothing(
     owner, fake_anthropic, open_tab, title_model
 ):
-    await db_async(prefer_titles)(owner)
-    session = await db_async(make_session)(owner)
-    fake_anthropic.enqueue(
-        Reply.text("Use tomllib."), Reply(mode="status", status=529, error_type="overloaded_error")
+    session, tab = await first_exchange(
+        owner,
+        fake_anthropic,
+        open_tab,
+        Reply(mode="status", status=529, error_type="overloaded_error"),
     )
-    _, tab = await open_tab(owner, session)
-    await tab.send(message=QUESTION)
-    await tab.until("Use tomllib.</p>")
     await runtime.wait_idle()
     assert len(fake_anthropic.requests) == 2
-    assert await db_async(title_of)(session) == (
-        "How do I read a TOML config file in Python 3.11 without installing anything…"
-    )
+    assert await db_async(title_of)(session) == CUT
     while not await tab.ws.receive_nothing(timeout=0.3):
         await tab.receive()
     assert "notice--error" not in "".join(tab.received)

@@ -78,6 +78,14 @@ def model_sets(session: ChatSession, items: list[Todo], call_id: str = "toolu_1"
     )
 
 
+def a_planned_session(owner) -> ChatSession:
+    """A session whose model set PLANNED in reply to its first message."""
+    session = make_session(owner)
+    store.append_message(session, "user", [{"type": "text", "text": "Plan it"}])
+    model_sets(session, PLANNED)
+    return session
+
+
 # --- the list in the history ---------------------------------------------------------------
 @pytest.mark.django_db
 def test_the_list_follows_the_branch(owner):
@@ -97,9 +105,7 @@ def test_the_list_follows_the_branch(owner):
 
 @pytest.mark.django_db
 def test_an_error_result_leaves_the_list_as_it_was(owner):
-    session = make_session(owner)
-    store.append_message(session, "user", [{"type": "text", "text": "Plan it"}])
-    model_sets(session, PLANNED)
+    session = a_planned_session(owner)
     store.append_tool_result(session, "toolu_2", "todo_write", "The todo list was not changed")
     Entry.objects.filter(pk=store.get_branch(session)[-1].pk).update(
         data={"message": {"toolCallId": "toolu_2", "toolName": "todo_write", "isError": True}}
@@ -109,9 +115,7 @@ def test_an_error_result_leaves_the_list_as_it_was(owner):
 
 @pytest.mark.django_db
 def test_the_list_round_trips_through_export_and_import(owner):
-    session = make_session(owner)
-    store.append_message(session, "user", [{"type": "text", "text": "Plan it"}])
-    model_sets(session, PLANNED)
+    session = a_planned_session(owner)
     store.append_todos(session, [*PLANNED, Todo("Tell the team")], "user")
     exported = "".join(session_file.export_jsonl(session))
     lines = [json.loads(line) for line in exported.splitlines()]

@@ -84,12 +84,17 @@ def test_the_panel_follows_the_model_and_comes_back_after_a_handoff(
     expect(page.locator("#transcript")).to_contain_text("Todo list carried over from the handoff")
 
 
-def test_the_list_is_edited_by_keyboard_alone(signed_in, server_url):
-    page = signed_in
-    page.set_viewport_size({"width": 1440, "height": 900})
+def a_new_session(page, width: int):
+    """A new session's page at that width; its todo panel."""
+    page.set_viewport_size({"width": width, "height": 900})
     page.get_by_role("button", name="New session").click()
     page.wait_for_url(re.compile(r"/sessions/\d+/$"))
-    panel = page.locator("#todos")
+    return page.locator("#todos")
+
+
+def test_the_list_is_edited_by_keyboard_alone(signed_in, server_url):
+    page = signed_in
+    panel = a_new_session(page, 1440)
     new_item = panel.get_by_label("New item")
 
     new_item.focus()
@@ -141,10 +146,7 @@ def test_the_list_is_edited_by_keyboard_alone(signed_in, server_url):
 
 def test_on_a_narrow_screen_the_list_is_a_drawer_that_stays_as_left(signed_in, server_url):
     page = signed_in
-    page.set_viewport_size({"width": 375, "height": 800})
-    page.get_by_role("button", name="New session").click()
-    page.wait_for_url(re.compile(r"/sessions/\d+/$"))
-    panel = page.locator("#todos")
+    panel = a_new_session(page, 375)
     expect(panel).not_to_have_attribute("open", "")
     page.get_by_label("Message").fill("- [ ] Read the config\n- [x] Install deps\ntodo: Write it")
     page.get_by_label("Message").press("Enter")
