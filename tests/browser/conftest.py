@@ -128,3 +128,12 @@ def sign_in(page: Any, server_url: str, django_user_model: Any, username: str) -
 def signed_in(page: Any, server_url: str, transactional_db: None, django_user_model: Any) -> Any:
     """A page signed in as a fresh user."""
     return sign_in(page, server_url, django_user_model, "walker")
+
+
+def focus_by_tab(page: Any, target: Any, *, key: str = "Tab", limit: int = 80) -> None:
+    """Press Tab (or Shift+Tab) until `target` has the focus, as a keyboard user would."""
+    for _ in range(limit):
+        page.keyboard.press(key)
+        if target.evaluate("el => el === document.activeElement"):
+            return
+    raise AssertionError(f"{key} never reached {target}")

@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 from sessions import handoff
 
 from ..fake_anthropic import Reply
-from .conftest import sign_in
+from .conftest import focus_by_tab, sign_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -38,15 +38,6 @@ def serious_violations(page, where: str) -> list[str]:
         for violation in results.response["violations"]
         if violation["impact"] in ("serious", "critical")
     ]
-
-
-def focus_by_tab(page, target, *, limit: int = 80) -> None:
-    """Press Tab until `target` has the focus, as a keyboard user would."""
-    for _ in range(limit):
-        page.keyboard.press("Tab")
-        if target.evaluate("el => el === document.activeElement"):
-            return
-    raise AssertionError(f"Tab never reached {target}")
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 from sessions import handoff
 
 from ..fake_anthropic import Reply
-from .conftest import ARTIFACTS, sign_in
+from .conftest import ARTIFACTS, focus_by_tab, sign_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -108,11 +108,7 @@ def test_the_list_is_edited_by_keyboard_alone(signed_in, server_url):
     assert item_texts(page) == ["Write the docs", "Ship it"]
 
     # Shift+Tab back to "Move up: Ship it", then Enter.
-    up = panel.get_by_role("button", name="Move up: Ship it")
-    for _ in range(12):
-        page.keyboard.press("Shift+Tab")
-        if up.evaluate("el => el === document.activeElement"):
-            break
+    focus_by_tab(page, panel.get_by_role("button", name="Move up: Ship it"), key="Shift+Tab")
     page.keyboard.press("Enter")
     expect(panel.locator(".todo input[type=text]").first).to_have_value("Ship it")
     expect(panel.get_by_label("Item 1")).to_be_focused()
@@ -131,11 +127,7 @@ def test_the_list_is_edited_by_keyboard_alone(signed_in, server_url):
     page.keyboard.type("Ship it on Friday")
     page.keyboard.press("Enter")
     expect(panel.get_by_label("Item 1")).to_have_value("Ship it on Friday")
-    remove = panel.get_by_role("button", name="Remove: Write the docs")
-    for _ in range(12):
-        page.keyboard.press("Tab")
-        if remove.evaluate("el => el === document.activeElement"):
-            break
+    focus_by_tab(page, panel.get_by_role("button", name="Remove: Write the docs"))
     page.keyboard.press("Enter")
     expect(panel).to_contain_text("0 open of 1")
     assert item_texts(page) == ["Ship it on Friday"]
