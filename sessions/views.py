@@ -121,7 +121,16 @@ def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse
     }
     todo_list = todos.state(session).todos
     context.update(todo_list=todo_list, todo_summary=partials.todo_summary(todo_list))
+    context["off_branch"] = _off_branch(session, outline, request.GET.get("at", ""))
     return render(request, "sessions/session.html", context)
+
+
+def _off_branch(session: ChatSession, outline: store.Outline, at: str) -> int | None:
+    """Entry `at` (a search result) when it is in the session but not on the branch shown."""
+    if not at.isdigit() or any(pk == int(at) for pk, _ in outline):
+        return None
+    found = Entry.objects.filter(session=session, pk=int(at)).exists()
+    return int(at) if found else None
 
 
 @require_POST

@@ -73,6 +73,24 @@ def test_a_result_older_than_the_page_opens_the_conversation_around_it(client, o
     assert "351 newer entries are not shown" in around  # 451 entries, shown up to 100
 
 
+def test_a_result_on_another_branch_offers_to_switch_to_it(client, owner):
+    session = make_session(owner)
+    question = say(session, "How do I parse TOML?")
+    hit = say(session, "Use the zanzibar parser.", role="assistant")
+    store.move_leaf(session, question)  # regenerated: the session goes on from another answer
+    say(session, "Use tomllib.", role="assistant")
+    client.force_login(owner)
+    [found] = search.find(owner, "zanzibar")
+    page = client.get(found.url.split("#")[0]).content.decode()
+    assert "The message you chose is on another branch of this session." in page
+    assert f'id="entry-{hit}"' not in page
+    switched = client.post(f"/sessions/{session.pk}/branch/", {"entry": hit}, follow=True)
+    assert switched.redirect_chain[-1][0] == f"/sessions/{session.pk}/?at={hit}#entry-{hit}"
+    page = switched.content.decode()
+    assert f'id="entry-{hit}"' in page
+    assert "on another branch" not in page
+
+
 def test_imported_entries_are_searchable_and_other_users_entries_are_not(owner, django_user_model):
     lines = [
         {"type": "session", "version": 3, "id": "s"},
