@@ -40,6 +40,8 @@ bench: install  # every figure of docs/PERFORMANCE.md, each beside its target (a
 	$(BIN)/python bench/load.py --sessions 10,50,100,200 --tokens 200 --rate 40
 	$(BIN)/python bench/load.py --sessions 200 --tokens 200 --rate 40 --spread 5
 	$(BIN)/python bench/load.py --sessions 50,200 --tokens 200 --rate 40 --layer redis
+	$(BIN)/python bench/socket_memory.py --sockets 200 --layer memory
+	$(BIN)/python bench/socket_memory.py --sockets 200 --layer redis
 
 fuzz: install  # the fuzz tests with 5,000 examples each (CI runs 150)
 	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest tests/test_fuzz.py -q

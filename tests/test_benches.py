@@ -79,3 +79,9 @@ def test_the_coverage_bench_times_the_report():
 def test_the_long_session_bench_prints_each_figure_beside_its_target():
     out = bench("bench/long_session.py", "--runs", "1")
     assert out.count("target ≤") == 5
+
+
+def test_the_socket_memory_bench_says_where_a_sockets_memory_goes():
+    out = bench("bench/socket_memory.py", "--sockets", "3", "--top", "2")
+    assert out.startswith("in-memory channel layer, one process:\n  3 idle sockets: RSS +")
+    assert "the heap's growth by file, largest first:" in out
