@@ -23,6 +23,9 @@ from .models import ChatSession, Entry, PendingPrompt, PromptTemplate, text_of
 from .search import searchable
 
 TITLE_LENGTH = 80
+# What a first line may start with that is markdown, not words: heading marks, a quote, a list
+# item's bullet or number, a checkbox.
+MARKDOWN_LEAD = re.compile(r"^\s*(?:#{1,6}\s+|>\s*|[-*+]\s+(?:\[[ xX~/-]\]\s+)?|\d+[.)]\s+)+")
 TEMPLATE_CALL = re.compile(r"^/(?P<name>[a-z][a-z0-9_-]*)(?:\s+(?P<args>.*))?$", re.DOTALL)
 __all__ = ["LLMMessage", "build_context"]  # the session manager's names, built in context.py
 
@@ -333,9 +336,10 @@ def append_message(
 
 
 def title_from(text: str) -> str:
-    """A session's title from its first message: the first line that has words, cut at a word
-    boundary (with an ellipsis) when it is longer than TITLE_LENGTH."""
+    """A session's title from its first message: the first line that has words, without its
+    markdown marks, cut at a word boundary (with an ellipsis) when longer than TITLE_LENGTH."""
     first_line = next((line for line in text.splitlines() if line.strip()), "")
+    first_line = MARKDOWN_LEAD.sub("", first_line) or first_line  # "## Plan", "- [ ] Read…"
     title = " ".join(first_line.split())
     if len(title) <= TITLE_LENGTH:
         return title

@@ -28,6 +28,14 @@ def test_a_short_first_line_is_the_whole_title_and_blank_lines_are_skipped():
     assert store.title_from("\n\n   Fix   the\tlogin  \nsecond line") == "Fix the login"
 
 
+def test_markdown_marks_at_the_start_of_the_first_line_are_not_part_of_the_title():
+    assert store.title_from("## Plan for the migration") == "Plan for the migration"
+    assert store.title_from("- [ ] Read the config\n- [x] Install deps") == "Read the config"
+    assert store.title_from("> 1. Quoted step") == "Quoted step"
+    assert store.title_from("#hashtag stays") == "#hashtag stays"
+    assert store.title_from("- ") == "-"  # nothing but marks: kept as written
+
+
 def test_a_single_word_longer_than_a_title_is_cut_where_it_must():
     title = store.title_from("x" * 300)
     assert title == "x" * (store.TITLE_LENGTH - 1) + "…"

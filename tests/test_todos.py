@@ -616,3 +616,27 @@ def test_an_unknown_tool_or_bad_json_is_an_error_result_not_an_exception():
         False,
         {"todos": [{"text": "a", "state": "done"}]},
     )
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_with_thinking_the_loop_sends_the_signed_thinking_back(
+    owner, fake_anthropic, open_tab
+):
+    session = await db_async(make_session)(owner)
+    await db_async(store.change_thinking)(session, "low")
+    thinking_call = Reply.tool("todo_write", PLAN)
+    thinking_call.thinking, thinking_call.signature = ["Three steps."], "sig-1"
+    fake_anthropic.enqueue(thinking_call, Reply.text("Planned."))
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Plan it")
+    await tab.until("Planned.</p>")
+    await runtime.wait_idle()
+    call = fake_anthropic.requests[1]["json"]["messages"][-2]
+    assert call["content"][0] == {
+        "type": "thinking",
+        "thinking": "Three steps.",
+        "signature": "sig-1",
+    }
+    assert call["content"][1]["type"] == "tool_use"
+    assert fake_anthropic.requests[1]["json"]["thinking"]["budget_tokens"] == 2048
