@@ -40,9 +40,7 @@ def entry_again(entry: Entry) -> str:
     )
 
 
-def todo_panel(
-    session: ChatSession, todo_list: Sequence[Todo], *, focus: str = "", generating: bool = False
-) -> str:
+def todo_panel(session: ChatSession, todo_list: Sequence[Todo], *, focus: str = "") -> str:
     """The todo list's panel, replacing the page's (`focus`: the control the tab whose change it
     was should focus next)."""
     context = {
