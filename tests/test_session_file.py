@@ -128,6 +128,18 @@ def test_a_version_1_file_is_one_linear_branch_and_can_be_continued(owner):
     ]
 
 
+def test_an_imported_session_is_titled_as_a_new_one_is_at_a_word_boundary(owner):
+    first = "## Please look at the failing build: the config lives in src/settings.py and the tests"
+    data = lines(
+        {"type": "session", "id": "abc", "timestamp": "2025-01-01T00:00:00Z", "cwd": "/w"},
+        {"type": "message", "timestamp": "2025-01-01T00:00:01Z", "message": {"role": "user", "content": first, "timestamp": 1}},
+    )  # fmt: skip
+    session = session_file.import_jsonl(owner, data.decode().splitlines())
+    assert session.title == (
+        "Please look at the failing build: the config lives in src/settings.py and the…"
+    )
+
+
 def test_a_version_3_tree_keeps_its_branches_and_the_last_entry_is_the_leaf(owner):
     data = lines(
         {"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00Z", "cwd": ""},
