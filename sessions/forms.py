@@ -151,6 +151,7 @@ class ImportForm(forms.Form):
 
 
 TODO_OP = re.compile(r"^(?:save|add|(?:up|down|remove):\d{1,3})$")
+TODO_UNREADABLE = "That change to the todo list could not be read: reload the page."
 
 
 class TodoEditForm:
@@ -168,13 +169,13 @@ class TodoEditForm:
 
     def _check(self) -> str:
         if len(self.texts) != len(self.states) or not TODO_OP.match(self.op):
-            return "That change to the todo list could not be read: reload the page."
+            return TODO_UNREADABLE
         if len(self.texts) + (self.op == "add") > todos.MAX_ITEMS:
             return f"A todo list holds at most {todos.MAX_ITEMS} items."
         if any(state not in todos.STATES for state in self.states):
-            return "That change to the todo list could not be read: reload the page."
+            return TODO_UNREADABLE
         if not all(index.isdigit() and int(index) < len(self.texts) for index in self.done):
-            return "That change to the todo list could not be read: reload the page."
+            return TODO_UNREADABLE
         texts = [*self.texts, self.new]
         if any(len(text) > todos.MAX_TEXT for text in texts):
             return f"A todo item is at most {todos.MAX_TEXT} characters long."

@@ -34,10 +34,7 @@ def entry(entry: Entry) -> str:
 
 def entry_again(entry: Entry) -> str:
     """An entry shown already, shown again in its place (a tool call got its result)."""
-    inner = render_to_string(f"{PAGE}#entry", {"entry": entry})
-    return inner.replace(
-        f'<article id="entry-{entry.pk}"', f'<article hx-swap-oob="true" id="entry-{entry.pk}"', 1
-    )
+    return render_to_string(f"{PAGE}#entry", {"entry": entry, "in_place": True})
 
 
 def todo_panel(session: ChatSession, todo_list: Sequence[Todo], *, focus: str = "") -> str:

@@ -483,19 +483,23 @@ def set_thinking(session: ChatSession, level: str) -> str:
     return ""
 
 
-def announce(session_id: int, html: str) -> None:
+async def show_in_tabs(session_id: int, html: str) -> None:
     """Show this in every tab of the session."""
-    async_to_sync(get_channel_layer().group_send)(
+    await get_channel_layer().group_send(
         group_name(session_id), {"type": "session.update", "html": html}
     )
+
+
+def announce(session_id: int, html: str) -> None:
+    """`show_in_tabs`, from synchronous code (a view, a database call)."""
+    async_to_sync(show_in_tabs)(session_id, html)
 
 
 def announce_branch(session_id: int) -> None:
     """Show the session's branch, just switched, in every tab of the session."""
     session = ChatSession.objects.get(pk=session_id)
-    html = partials.transcript(session) + partials.status(session, **status_state(session))
-    async_to_sync(get_channel_layer().group_send)(
-        group_name(session_id), {"type": "session.update", "html": html}
+    announce(
+        session_id, partials.transcript(session) + partials.status(session, **status_state(session))
     )
 
 
@@ -904,9 +908,7 @@ async def branch_and_reply(session: ChatSession, entry_id: int, text: str | None
     if isinstance(begun, str):
         return begun
     claimed, turn, transcript = begun
-    await get_channel_layer().group_send(
-        group_name(session.pk), {"type": "session.update", "html": transcript}
-    )
+    await show_in_tabs(session.pk, transcript)
     _launch(Job(claimed, generation_id, channel, turn=turn))
     return ""
 
@@ -987,9 +989,7 @@ async def _write_title(session_id: int) -> None:
         return
     html = await database_sync_to_async(_save_title)(start, title)
     if html:
-        await get_channel_layer().group_send(
-            group_name(session_id), {"type": "session.update", "html": html}
-        )
+        await show_in_tabs(session_id, html)
 
 
 def _save_title(start: titles.Wanted, title: str) -> str:

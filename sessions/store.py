@@ -61,6 +61,11 @@ def branch_ending_at(leaf_id: int | None, entries: Iterable[Entry]) -> list[Entr
     return [by_id[pk] for pk in path]
 
 
+def branch_ids(session: ChatSession) -> list[int]:
+    """The ids of the entries from the root to the leaf (one small query for any size)."""
+    return _path_to(leaf_of(session), _session_parents(session.pk))
+
+
 def leaf_of(session: ChatSession) -> int | None:
     return ChatSession.objects.values_list("leaf_id", flat=True).get(pk=session.pk)
 

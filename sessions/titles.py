@@ -15,7 +15,7 @@ from django.conf import settings
 
 from . import store
 from .models import ChatSession, Entry, Preferences, text_of
-from .providers import LOCAL, Provider, TextDelta, catalog
+from .providers import LOCAL, Provider, TextDelta, catalog, claude
 
 # What the title model is asked; the conversation's start follows it.
 REQUEST = (
@@ -99,13 +99,6 @@ def save(start: Wanted, title: str) -> ChatSession | None:
 
 def title_provider() -> Provider:
     """The cheap model that writes titles."""
-    from .providers.anthropic import AnthropicProvider
-
-    return AnthropicProvider(
-        model=settings.AGENTWEB_TITLE_MODEL,
-        api_key=settings.ANTHROPIC_API_KEY or None,
-        base_url=settings.ANTHROPIC_BASE_URL,
-        max_tokens=MAX_TOKENS,
-        max_retries=settings.AGENTWEB_MAX_RETRIES,
-        stall_seconds=TIMEOUT_SECONDS,
+    return claude(
+        settings.AGENTWEB_TITLE_MODEL, max_tokens=MAX_TOKENS, stall_seconds=TIMEOUT_SECONDS
     )

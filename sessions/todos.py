@@ -15,7 +15,7 @@ The list is part of the session's history, so it follows the branch and travels 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -181,17 +181,16 @@ _CHANGES = (
 )
 
 
-def state(session: ChatSession, upto: int | None = None) -> TodoState:
-    """The list on the session's branch (ending at entry `upto`, or the leaf), read with at most
-    three queries whatever the session's size: the few entries that change the list (none:
-    done), the tree's ids, and the replies since the latest change."""
-    from .store import _path_to, _session_parents
+def state(session: ChatSession, branch: Iterable[int] | None = None) -> TodoState:
+    """The list on the session's branch (the ids of its entries when the caller has them),
+    read with a few small queries whatever the session's size: the entries that change the
+    list (none: done), the branch's ids unless given, and the replies since the latest change."""
+    from .store import branch_ids
 
     changes = list(Entry.objects.filter(_CHANGES, session_id=session.pk).order_by("pk"))
     if not changes:  # most sessions: one query
         return TodoState([])
-    leaf = upto if upto is not None else session.leaf_id
-    path = set(_path_to(leaf, _session_parents(session.pk)))
+    path = set(branch_ids(session) if branch is None else branch)
     changes = [entry for entry in changes if entry.pk in path]
     todos: list[Todo] = []
     unseen = False

@@ -119,7 +119,7 @@ def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse
         "live_text": None,
         "rename_form": RenameForm(initial={"title": session.title}),
     }
-    todo_list = todos.state(session).todos
+    todo_list = todos.state(session, branch=(pk for pk, _ in outline)).todos
     context.update(todo_list=todo_list, todo_summary=partials.todo_summary(todo_list))
     context["off_branch"] = _off_branch(session, outline, request.GET.get("at", ""))
     return render(request, "sessions/session.html", context)

@@ -30,6 +30,7 @@ __all__ = [
     "ThinkingDelta",
     "ToolCall",
     "Usage",
+    "claude",
     "get_provider",
     "label_for",
 ]
@@ -45,16 +46,22 @@ def get_provider(model: str) -> Provider:
         from .local import LocalProvider
 
         return LocalProvider(token_delay=settings.AGENTWEB_LOCAL_TOKEN_DELAY, spec=spec)
+    return claude(model, max_tokens=spec.max_output, stall_seconds=settings.AGENTWEB_STALL_SECONDS)
+
+
+def claude(model: str, *, max_tokens: int, stall_seconds: float) -> Provider:
+    """Claude `model` through the SDK, with this server's key, endpoint and retries (offered
+    or not: the caller chose it, e.g. the cheap model that writes titles)."""
     from .anthropic import AnthropicProvider
 
     return AnthropicProvider(
         model=model,
         api_key=settings.ANTHROPIC_API_KEY or None,
         base_url=settings.ANTHROPIC_BASE_URL,
-        max_tokens=spec.max_output,
+        max_tokens=max_tokens,
         max_retries=settings.AGENTWEB_MAX_RETRIES,
-        spec=spec,
-        stall_seconds=settings.AGENTWEB_STALL_SECONDS,
+        spec=catalog.spec(model),
+        stall_seconds=stall_seconds,
     )
 
 
