@@ -9,6 +9,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from ..fake_anthropic import Reply
+from .conftest import sign_in
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
@@ -38,18 +41,27 @@ def test_question_mark_shows_the_shortcut_list_unless_you_are_typing(signed_in, 
     expect(shortcuts).to_be_hidden()
 
 
-def test_escape_in_the_shortcut_list_does_not_cancel_the_reply(signed_in, server_url):
-    page = signed_in
+def test_escape_in_the_shortcut_list_does_not_cancel_the_reply(
+    page, claude_url, fake_server, django_user_model
+):
+    fake_server.reset()
+    fake_server.enqueue(Reply.held(["Once upon"], [" a time."]))
+    sign_in(page, claude_url, django_user_model, "listener")
     page.get_by_role("button", name="New session").click()
     page.wait_for_url(re.compile(r"/sessions/\d+/$"))
-    page.get_by_label("Message").fill("Tell me a long story " * 20)
+    page.get_by_label("Message").fill("Tell me a story")
     page.get_by_label("Message").press("Enter")
-    expect(page.get_by_role("button", name="Cancel")).to_be_visible()
+    expect(page.locator("#live-text")).to_have_text("Once upon")  # held until released
     page.locator("h1").click()
     page.keyboard.press("?")
+    expect(page.get_by_role("dialog", name="Keyboard shortcuts")).to_be_visible()
     page.keyboard.press("Escape")
     expect(page.get_by_role("dialog", name="Keyboard shortcuts")).to_be_hidden()
-    expect(page.locator("#transcript .entry--assistant.status--complete")).to_have_count(1)
+    expect(page.get_by_role("button", name="Cancel")).to_be_visible()  # still generating
+    fake_server.release()
+    expect(page.locator("#transcript .entry--assistant.status--complete")).to_contain_text(
+        "Once upon a time."
+    )
     expect(page.locator("#transcript .entry--assistant")).not_to_contain_text("Cancelled")
 
 
