@@ -499,7 +499,7 @@ def _entry(session: ChatSession, number: int, line: dict[str, Any]) -> Entry:
 def _title(entries: list[Entry]) -> str:
     """The title of the first user message with words, as a new session gets its own."""
     for entry in entries:
-        if entry.kind == Entry.Kind.MESSAGE and entry.role == Entry.Role.USER:
-            if title := store.title_from(text_of(entry.content)):
-                return title
+        is_user = entry.kind == Entry.Kind.MESSAGE and entry.role == Entry.Role.USER
+        if is_user and (title := store.title_from(text_of(entry.content))):
+            return title
     return "Imported session"
