@@ -33,7 +33,8 @@ from django.contrib.auth.models import User  # noqa: E402
 from harness import MODEL, fake_api, open_tab, signed_in_user  # noqa: E402
 from websockets.asyncio.client import ClientConnection, connect  # noqa: E402
 
-from sessions import runtime, store  # noqa: E402
+from sessions import generation  # noqa: E402
+from sessions.models import ChatSession  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic, Reply  # noqa: E402
 from tests.servers import Daphne, RedisServer  # noqa: E402
 
@@ -51,7 +52,7 @@ async def sample_in_process(fake: FakeAnthropic, user: User, cookie: str) -> flo
     await tab.send_to(text_data=json.dumps({"message": "go"}))
     await until(lambda: tab.receive_from(15), "token5 ")
     seconds = await timed_cancel(fake, tab.send_to(text_data=json.dumps({"action": "cancel"})))
-    await runtime.wait_idle()
+    await generation.wait_idle()
     await tab.disconnect()
     return seconds
 
@@ -73,7 +74,7 @@ async def two_tabs(
 async def sample_processes(
     fake: FakeAnthropic, user: User, cookie: str, start: Daphne, cancel: Daphne
 ) -> float:
-    session = await database_sync_to_async(store.new_session)(user, model=MODEL)
+    session = await database_sync_to_async(ChatSession.objects.create)(owner=user, model=MODEL)
     async with two_tabs(session, cookie, start, cancel) as (a, b):
         fake.enqueue(Reply.slow(tokens=2000, delay=0.005))
         await a.send(json.dumps({"message": "go"}))
@@ -87,11 +88,9 @@ async def sample_handoff_in_page(
     fake: FakeAnthropic, user: User, cookie: str, start: Daphne, cancel: Daphne
 ) -> float:
     """Cancel during /handoff: the clock stops when the cancelling tab shows `Handoff cancelled`."""
-    session = await database_sync_to_async(store.new_session)(user, model=MODEL)
+    session = await database_sync_to_async(ChatSession.objects.create)(owner=user, model=MODEL)
     for role, text in (("user", "question"), ("assistant", "answer")):
-        await database_sync_to_async(store.append_message)(
-            session, role, [{"type": "text", "text": text}]
-        )
+        await database_sync_to_async(session.append_message)(role, [{"type": "text", "text": text}])
     async with two_tabs(session, cookie, start, cancel) as (a, b):
         fake.enqueue(Reply.slow(tokens=2000, delay=0.005))
         await a.send(json.dumps({"message": "/handoff"}))

@@ -19,7 +19,8 @@ from harness import median_seconds
 
 harness.setup()
 
-from sessions.coverage import coverage, extract  # noqa: E402
+from sessions.coverage import coverage  # noqa: E402
+from sessions.items import extract  # noqa: E402
 from sessions.models import Entry  # noqa: E402
 
 LINES = [

@@ -93,9 +93,9 @@ async def open_tab(user: User, cookie: str, model: str = MODEL) -> WebsocketComm
     from channels.testing import WebsocketCommunicator
 
     from agentweb.asgi import application
-    from sessions import store
+    from sessions.models import ChatSession
 
-    session = await database_sync_to_async(store.new_session)(user, model=model)
+    session = await database_sync_to_async(ChatSession.objects.create)(owner=user, model=model)
     tab = WebsocketCommunicator(
         application,
         f"/ws/sessions/{session.pk}/",
@@ -124,14 +124,13 @@ def time_switches(session: Any, document: str, runs: int) -> list[float]:
     session, so each run gets a reply of its own)."""
     import asyncio
 
-    from sessions import store
     from sessions.agent import AgentSession
     from sessions.models import ChatSession
 
     seconds = []
     for _ in range(runs):
-        reply = store.append_message(
-            session, "assistant", [{"type": "text", "text": document}], data={"purpose": "handoff"}
+        reply = session.append_message(
+            "assistant", [{"type": "text", "text": document}], data={"purpose": "handoff"}
         )
         agent = AgentSession(ChatSession.objects.get(pk=session.pk))
         started = time.perf_counter()

@@ -150,10 +150,10 @@ def prepare(sessions: int) -> tuple[str, list[int]]:
     from django.contrib.auth.models import User
 
     from bench.harness import cookie_for
-    from sessions import store
+    from sessions.models import ChatSession
 
     user = User.objects.filter(username="load").first() or User.objects.create_user("load")
-    ids = [store.new_session(user, model="claude-load").pk for _ in range(sessions)]
+    ids = [ChatSession.objects.create(owner=user, model="claude-load").pk for _ in range(sessions)]
     return cookie_for(user), ids
 
 

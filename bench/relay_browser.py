@@ -36,7 +36,7 @@ from django.contrib.auth.models import User  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from fake_server import FakeServerProcess  # noqa: E402
 
-from sessions import store  # noqa: E402
+from sessions.models import ChatSession  # noqa: E402
 from tests.servers import Daphne  # noqa: E402
 
 MESSAGES: Any = [{"role": "user", "content": "relay"}]
@@ -90,7 +90,7 @@ async def read_sdk_raw(client: anthropic.AsyncAnthropic) -> float:
 
 def show_in_page(page: Any, server: Daphne, user: User, tokens: int) -> tuple[float, float]:
     """Seconds from submit to the last token shown; the most frames the page got in a second."""
-    session = store.new_session(user, model=harness.MODEL)
+    session = ChatSession.objects.create(owner=user, model=harness.MODEL)
     page.goto(f"{server.url}{session.get_absolute_url()}")
     page.wait_for_function("() => window.__relay.open")
     page.evaluate(SEND, f"t{tokens - 1} ")

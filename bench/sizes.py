@@ -28,7 +28,7 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
-from sessions import consumers, handoff, store  # noqa: E402
+from sessions import consumers, handoff  # noqa: E402
 from sessions.models import ChatSession, Entry  # noqa: E402
 
 DOCUMENT = "\n\n".join(f"## {name}\nsrc/app/module_7.py" for name in handoff.SECTIONS)
@@ -36,7 +36,7 @@ DOCUMENT = "\n\n".join(f"## {name}\nsrc/app/module_7.py" for name in handoff.SEC
 
 def long_session(user: User, size: int) -> ChatSession:
     """A session of `size` chat entries with markdown, paths and code, written in bulk."""
-    session = store.new_session(user, model="local")
+    session = ChatSession.objects.create(owner=user, model="local")
     text = "Message {i} about `src/app/module_{m}.py`, **bold** and a [link](https://x.example) "
     rows = [
         Entry(

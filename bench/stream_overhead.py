@@ -29,7 +29,7 @@ import anthropic  # noqa: E402
 from django.contrib.auth.models import User  # noqa: E402
 from harness import MODEL, fake_api, open_tab, signed_in_user  # noqa: E402
 
-from sessions import runtime  # noqa: E402
+from sessions import generation  # noqa: E402
 from sessions.providers.anthropic import AnthropicProvider  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic, Reply  # noqa: E402
 
@@ -100,7 +100,7 @@ async def via_browser(fake: FakeAnthropic, tokens: int, user: User, cookie: str)
             frames += 1
         if "entry--assistant status--complete" in html:  # the reply's final entry
             break
-    await runtime.wait_idle()
+    await generation.wait_idle()
     await tab.disconnect()
     return frames
 

@@ -3,6 +3,8 @@ from typing import Any
 from django.apps import AppConfig
 from django.contrib.auth.signals import user_logged_out
 
+from .tabs import close_sockets_of
+
 
 class ChatConfig(AppConfig):
     """The chat sessions app. Its label is "chat": django.contrib.sessions owns "sessions"."""
@@ -18,7 +20,5 @@ class ChatConfig(AppConfig):
 
 def _close_sockets(sender: Any, request: Any, user: Any, **kwargs: Any) -> None:
     """Signing out closes the WebSockets that sign-in opened (their pages stop updating)."""
-    from .runtime import close_sockets_of
-
     if user is not None:
         close_sockets_of(user.pk, request.session.session_key or "")

@@ -1,4 +1,7 @@
-"""Session care: pin, archive, and delete with time to undo it.
+"""Session care: what can still be restored after a delete, and the purge of the rest.
+
+Pin, archive and delete are the session's own methods (`ChatSession.set_pinned`,
+`set_archived`, `soft_delete`).
 
 A deleted session is out of sight at once (the list, search, its pages and socket) but kept
 for AGENTWEB_UNDO_DELETE_SECONDS, so a delete by mistake can be undone; after that it is
@@ -15,28 +18,7 @@ from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from .listing import in_chains
 from .models import ChatSession
-
-
-def set_pinned(session: ChatSession, pinned: bool) -> None:
-    ChatSession.objects.filter(pk=session.pk).update(pinned=pinned)
-
-
-def set_archived(session: ChatSession, archived: bool) -> None:
-    """Archived sessions leave the list (search still finds them); unarchived, they return."""
-    ChatSession.objects.filter(pk=session.pk).update(
-        archived_at=timezone.now() if archived else None
-    )
-
-
-def delete(session: ChatSession, *, whole_chain: bool = False) -> int:
-    """Delete the session (or every session of its chain), restorable for a while; how many."""
-    sessions = ChatSession.objects.filter(ChatSession.kept(), owner_id=session.owner_id)
-    chosen = sessions.filter(in_chains([session.chain_id])) if whole_chain else sessions
-    if not whole_chain:
-        chosen = chosen.filter(pk=session.pk)
-    return chosen.update(deleted_at=timezone.now())
 
 
 def restore(owner: User, session_id: int) -> int:

@@ -1,4 +1,4 @@
-"""The session page's WebSocket: a thin router between the browser and the runtime.
+"""The session page's WebSocket: a thin router between the browser and the generation engine.
 
 It forwards the job's events in order: each carries (generation, seq); an event
 that does not follow the last one forwarded triggers a resync (database state,
@@ -14,10 +14,14 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.urls import reverse
 
-from . import commands, partials, runtime, store
+from . import commands, generation, partials, status, store, tabs
+from .commands import session as session_commands
 from .forms import Frame, FrameError, parse_frame
-from .models import ChatSession
+from .models import ChatSession, Entry, PromptTemplate
+from .partials import announce
+from .partials.events import render
 from .transcript import fold
 
 CLOSE_UNAUTHENTICATED = 4401
@@ -40,7 +44,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await self.close(code=CLOSE_NOT_FOUND)
             return
         self.session = session
-        self.group = runtime.group_name(session.pk)
+        self.group = tabs.session_group(session.pk)
         self.after = _query_int(self.scope, "after")
         self.gen: str | None = None
         self.seq = 0
@@ -48,7 +52,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
             settings.AGENTWEB_FRAMES_PER_SECOND, settings.AGENTWEB_FRAME_BURST
         )
         self.awaiting_snapshot_since = 0.0
-        self.user_group = runtime.user_group(user.pk)
+        self.user_group = tabs.user_group(user.pk)
         self.login = self.scope["session"].session_key or ""
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.channel_layer.group_add(self.user_group, self.channel_name)
@@ -86,18 +90,19 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await self.refuse(TOO_FAST, frame.message)
             return
         if frame.action == "cancel":
-            if not await runtime.cancel(self.session.pk):
+            if not await generation.cancel(self.session.pk):
                 await self.send(text_data=partials.notice("Nothing is running.", "info"))
         elif frame.action == "handoff_confirm":
             await self.confirm_handoff(frame)
         elif frame.action in ("edit", "regenerate"):
             text = frame.message if frame.action == "edit" else None
-            if refusal := await runtime.branch_and_reply(self.session, frame.entry or 0, text):
+            entry_id = frame.entry or 0
+            if refusal := await generation.branch_and_reply(self.session, entry_id, text, render):
                 # The edited text stays in its own box, unsent.
                 await self.send(text_data=partials.notice(refusal, "error"))
         elif frame.action == "handoff_discard":
             await self.send(text_data=partials.review_closed())
-            await runtime.start_if_queued(self.session)  # prompts that waited for the review
+            await generation.start_if_queued(self.session, render)  # prompts that waited for it
         else:
             await self.submit(frame.message)
 
@@ -108,44 +113,55 @@ class SessionConsumer(AsyncWebsocketConsumer):
     async def submit(self, text: str) -> None:
         parsed = commands.parse(text)
         if isinstance(parsed, commands.UnknownCommand):  # perhaps one of the user's templates
-            names = await database_sync_to_async(store.template_names)(self.session.owner_id)
+            names = await database_sync_to_async(PromptTemplate.names_of)(self.session.owner_id)
             parsed = commands.parse(text, template_names=names)
         if isinstance(parsed, commands.UnknownCommand):
             await self.refuse(parsed.message, text)
         elif isinstance(parsed, commands.CommandCall) and parsed.name == "help":
             await self.send(text_data=partials.notice(commands.help_text()))
-        elif isinstance(parsed, commands.CommandCall) and parsed.name in SESSION_COMMANDS:
-            result = await database_sync_to_async(runtime.session_command)(
-                self.session.pk, parsed.name, parsed.args
-            )
-            if result.refusal:
-                await self.refuse(result.refusal, text)
-            elif result.html:
-                await self.send(text_data=result.html)
+        elif isinstance(parsed, commands.CommandCall) and parsed.name in session_commands.NAMES:
+            await self.run_command(parsed, text)
         elif isinstance(parsed, commands.CommandCall) and parsed.name == "handoff":
-            if refusal := await database_sync_to_async(runtime.over_a_cap)(self.session, parsed):
-                await self.refuse(refusal, text)
-            elif refusal := await runtime.start_handoff(self.session, parsed.args):
-                await self.send(text_data=partials.notice(refusal, "warning"))
+            started = await generation.start_handoff(self.session, parsed.args, render)
+            if started.refusal:
+                await self.refuse(started.refusal, text)
+            elif started.busy:
+                await self.send(text_data=partials.notice(started.busy, "warning"))
         else:
-            outcome = await runtime.submit_prompt(self.session, text)
+            outcome = await generation.submit(self.session, text, render)
             if outcome.refusal:
                 await self.refuse(outcome.refusal, text)
-            elif outcome.queued_status:
+            elif outcome.queued is not None:
                 notice = partials.notice("Queued: it will be sent when the current reply ends.")
                 await self.send(text_data=notice)
-                await self.channel_layer.group_send(
-                    self.group, {"type": "session.update", "html": outcome.queued_status}
-                )
+                await tabs.show(self.session.pk, render(outcome.queued))
+
+    async def run_command(self, parsed: commands.CommandCall, text: str) -> None:
+        """/thinking, /model, /rename, /new, /export, /tree: what their buttons do."""
+        outcome = await database_sync_to_async(session_commands.run)(
+            self.session.pk, parsed.name, parsed.args
+        )
+        if outcome.refusal:
+            await self.refuse(outcome.refusal, text)
+            return
+        if outcome.notice:
+            await self.send(text_data=partials.notice(outcome.notice))
+        if outcome.goto is not None:
+            url = reverse(f"chat:{outcome.goto.page}", args=[outcome.goto.session_id])
+            await self.send(text_data=partials.redirect(url))
+        if outcome.renamed:
+            await database_sync_to_async(announce.title)(self.session.pk)
+        if outcome.entry is not None:
+            await database_sync_to_async(announce.entry)(self.session.pk, outcome.entry)
 
     async def confirm_handoff(self, frame: Frame) -> None:
-        result = await runtime.confirm_handoff(self.session, frame.entry or 0, frame.document)
+        result = await generation.confirm_handoff(self.session, frame.entry or 0, frame.document)
         if isinstance(result, str):
             await self.send(text_data=partials.notice(result, "error"))
             return
         html = partials.redirect(result.get_absolute_url())
         await self.channel_layer.group_send(self.group, {"type": "session.update", "html": html})
-        await runtime.start_if_queued(result)  # prompts that waited for the review moved with it
+        await generation.start_if_queued(result, render)  # the prompts that waited moved with it
 
     # --- from the job and other tabs -------------------------------------------
     async def agent_event(self, event: dict[str, Any]) -> None:
@@ -201,10 +217,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=state["status"])
         if state["channel"]:
             self.awaiting_snapshot_since = time.monotonic()
-            await runtime.request_snapshot(state["channel"], self.channel_name)
+            await generation.request_snapshot(state["channel"], self.channel_name)
 
 
-SESSION_COMMANDS = frozenset({"thinking", "model", "rename", "new", "export", "tree"})
 RELAYED = frozenset(
     {"agent.event", "generation.snapshot", "session.update", "session.entry", "user.logout"}
 )
@@ -223,9 +238,9 @@ def _catch_up(session_id: int, after: int) -> dict[str, Any]:
     shown = newer[-CATCH_UP_LIMIT:]
     return {
         "after": max([after, *newer]),
-        "newer": store.entries_by_id(shown),
+        "newer": Entry.in_order(shown),
         "skipped": len(newer) - len(shown),
-        "status": partials.status(session, **runtime.status_state(session)),
+        "status": partials.status(session, status.read(session)),
         "channel": session.generation_channel if session.is_generating else "",
     }
 

@@ -20,12 +20,12 @@ clip, leave out or summarise the right ones when the context is larger than the 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .models import Entry
+from .content import EntryLike, Kind, Role, Status, block_list, block_texts
+from .tokens import estimate_tokens
 
 LLMMessage = dict[str, Any]
 
@@ -41,16 +41,6 @@ BRANCH_SUMMARY_PREFIX = (
     "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
 )
 BRANCH_SUMMARY_SUFFIX = "</summary>"
-
-
-def estimate_tokens(text: str) -> int:
-    """Tokens a text costs, estimated on the safe side: a token per three bytes of UTF-8.
-
-    The reference agent divides characters by four. Code and CJK text tokenize denser
-    than that, and an underestimate means the API refuses the request, so agentweb
-    counts UTF-8 bytes (a CJK character is three) and divides by three.
-    """
-    return math.ceil(len(text.encode("utf-8", "surrogatepass")) / 3) if text else 0
 
 
 @dataclass(frozen=True)
@@ -88,21 +78,21 @@ class Part:
 
 
 # --- from entries to parts ---------------------------------------------------------------
-def latest_compaction(entries: Sequence[Entry]) -> int | None:
+def latest_compaction(entries: Sequence[EntryLike]) -> int | None:
     """The index of the branch's latest compaction, if it has one."""
     for index in range(len(entries) - 1, -1, -1):
-        if entries[index].kind == Entry.Kind.COMPACTION:
+        if entries[index].kind == Kind.COMPACTION:
             return index
     return None
 
 
-def first_kept(entries: Sequence[Entry], at: int) -> int:
+def first_kept(entries: Sequence[EntryLike], at: int) -> int:
     """The index of the first entry the compaction at `at` kept (`at` itself: none)."""
     kept_id = entries[at].data.get("refs", {}).get("firstKeptEntryId")
     return next((i for i in range(at) if entries[i].pk == kept_id), at)
 
 
-def context_parts(entries: Sequence[Entry]) -> list[Part]:
+def context_parts(entries: Sequence[EntryLike]) -> list[Part]:
     """The branch's context as parts, in the order the model reads them."""
     at = latest_compaction(entries)
     if at is None:
@@ -119,24 +109,24 @@ def context_parts(entries: Sequence[Entry]) -> list[Part]:
     return parts
 
 
-def entry_parts(entry: Entry) -> list[Part]:
+def entry_parts(entry: EntryLike) -> list[Part]:
     """What one entry contributes to the context (nothing, for most kinds that are not messages)."""
-    if entry.kind == Entry.Kind.CUSTOM_MESSAGE:
+    if entry.kind == Kind.CUSTOM_MESSAGE:
         return _blocks_as_parts(USER, entry.content, "custom", entry.pk)
-    if entry.kind == Entry.Kind.BRANCH_SUMMARY:
+    if entry.kind == Kind.BRANCH_SUMMARY:
         summary = entry.data.get("fields", {}).get("summary") or entry.text
         if not summary:
             return []
         text = f"{BRANCH_SUMMARY_PREFIX}{summary}{BRANCH_SUMMARY_SUFFIX}"
         return [Part(USER, text, "branch_summary", entry.pk)]
-    if entry.kind != Entry.Kind.MESSAGE:
+    if entry.kind != Kind.MESSAGE:
         return []
     message = entry.data.get("message", {})
-    if entry.role == Entry.Role.ASSISTANT:
-        if entry.status == Entry.Status.FAILED:
+    if entry.role == Role.ASSISTANT:
+        if entry.status == Status.FAILED:
             return []  # a failed reply's fragment is not something the model said
         return _assistant_parts(entry)
-    if entry.role == Entry.Role.TOOL_RESULT:
+    if entry.role == Role.TOOL_RESULT:
         return _tool_result_parts(entry, message)
     if entry.role == "bashExecution":
         if message.get("excludeFromContext"):
@@ -146,9 +136,9 @@ def entry_parts(entry: Entry) -> list[Part]:
     return _blocks_as_parts(USER, entry.content, "text", entry.pk)
 
 
-def _assistant_parts(entry: Entry) -> list[Part]:
+def _assistant_parts(entry: EntryLike) -> list[Part]:
     parts: list[Part] = []
-    for block in _block_list(entry.content):
+    for block in block_list(entry.content):
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
             parts.append(Part(ASSISTANT, block["text"], "text", entry.pk))
@@ -162,7 +152,7 @@ def _assistant_parts(entry: Entry) -> list[Part]:
     return parts
 
 
-def _tool_result_parts(entry: Entry, message: dict[str, Any]) -> list[Part]:
+def _tool_result_parts(entry: EntryLike, message: dict[str, Any]) -> list[Part]:
     name = str(message.get("toolName") or "tool")
     error = bool(message.get("isError"))
     body = "\n".join(block_texts(entry.content)) or "(no output)"
@@ -173,28 +163,6 @@ def _tool_result_parts(entry: Entry, message: dict[str, Any]) -> list[Part]:
 def _blocks_as_parts(role: str, content: Any, kind: str, entry_id: int) -> list[Part]:
     text = "\n".join(block_texts(content))
     return [Part(role, text, kind, entry_id)] if text.strip() else []
-
-
-def block_texts(content: Any) -> Iterable[str]:
-    """The texts of a message's content, an image as a placeholder naming its type."""
-    if isinstance(content, str):
-        yield content
-        return
-    for block in _block_list(content):
-        if block.get("type") == "text" and isinstance(block.get("text"), str):
-            yield block["text"]
-        elif block.get("type") == "image":
-            yield image_placeholder(block)
-
-
-def _block_list(content: Any) -> list[dict[str, Any]]:
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    return [block for block in content or [] if isinstance(block, dict)]
-
-
-def image_placeholder(block: dict[str, Any]) -> str:
-    return f"[image: {block.get('mimeType') or block.get('mime_type') or 'unknown type'}]"
 
 
 def tool_call_line(block: dict[str, Any]) -> str:
@@ -248,7 +216,7 @@ def add_to_context(messages: list[LLMMessage], role: str, text: str) -> None:
         messages.append({"role": role, "content": [{"type": "text", "text": text}]})
 
 
-def build_context(entries: Sequence[Entry]) -> list[LLMMessage]:
+def build_context(entries: Sequence[EntryLike]) -> list[LLMMessage]:
     """The LLM messages of a branch."""
     return to_messages(context_parts(entries))
 
@@ -256,15 +224,6 @@ def build_context(entries: Sequence[Entry]) -> list[LLMMessage]:
 def serialize(parts: Iterable[Part]) -> str:
     """A stretch of conversation as one labelled transcript, for a model to take notes on."""
     return "\n\n".join(part.labelled for part in parts if part.text.strip())
-
-
-def message_tokens(messages: Iterable[LLMMessage]) -> int:
-    return sum(
-        estimate_tokens(block.get("text", ""))
-        for message in messages
-        for block in message["content"]
-        if isinstance(block, dict)
-    )
 
 
 def excerpt(text: str, keep_chars: int) -> str:
@@ -278,7 +237,7 @@ def excerpt(text: str, keep_chars: int) -> str:
 
 
 # --- how big the context is ----------------------------------------------------------------
-def usage_tokens(entry: Entry) -> int:
+def usage_tokens(entry: EntryLike) -> int:
     """The context size an assistant reply's usage reports (the reference agent's figure)."""
     usage = entry.data.get("message", {}).get("usage")
     if isinstance(usage, dict):
@@ -293,7 +252,7 @@ def usage_tokens(entry: Entry) -> int:
     return entry.input_tokens + entry.output_tokens
 
 
-def context_tokens(entries: Sequence[Entry]) -> int:
+def context_tokens(entries: Sequence[EntryLike]) -> int:
     """The reference agent's estimate: the last reply's reported usage, plus an estimate of
     what came after it. Without a usable reply after the latest compaction, all is estimated."""
     at = latest_compaction(entries)
@@ -301,9 +260,9 @@ def context_tokens(entries: Sequence[Entry]) -> int:
     for index in range(len(entries) - 1, floor, -1):
         entry = entries[index]
         if (
-            entry.kind == Entry.Kind.MESSAGE
-            and entry.role == Entry.Role.ASSISTANT
-            and entry.status == Entry.Status.COMPLETE
+            entry.kind == Kind.MESSAGE
+            and entry.role == Role.ASSISTANT
+            and entry.status == Status.COMPLETE
             and (used := usage_tokens(entry))
         ):
             return used + sum(part.tokens for e in entries[index + 1 :] for part in entry_parts(e))

@@ -1,7 +1,8 @@
-"""The handoff document: prompt, extraction, structure check and wrapping (pure functions).
+"""The handoff document: prompt, extraction, structure check, wrapping, and the new session
+it seeds.
 
-The reference agent's `/handoff` (SPEC.md §2): H4 prompt, H6 extraction,
-H9 wrapper, and agentweb's B4 structure check.
+The reference agent's `/handoff` (SPEC.md §2): H4 prompt, H6 extraction, H9 wrapper,
+H13 the new session's message, and agentweb's B4 structure check.
 """
 
 from __future__ import annotations
@@ -9,11 +10,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from markdown_it import MarkdownIt
 
+from . import todos
+from .content import text_of
 from .coverage import KIND_LABELS, Item
-from .models import Entry, text_of
+from .models import ChatSession, Entry
 
 SECTIONS = (
     "Goal",
@@ -177,6 +181,31 @@ def extract_document(entries: Sequence[Entry]) -> str:
 def wrap(document: str) -> str:
     """H9: the content of the handoff message injected into the new session."""
     return f"<handoff-context>\n{document}\n</handoff-context>\n\n{CLOSING}"
+
+
+def new_session(
+    old: ChatSession,
+    *,
+    from_entry: Entry,
+    content: str,
+    data: dict[str, Any],
+    generation_id: str = "",
+) -> ChatSession:
+    """The session the old one continues in (`ChatSession.hand_off`, one transaction): its
+    handoff message (H9, H13: `content` is the wrapped document, `data` its records), then
+    the todo list the document's open work seeds (H14)."""
+    seed = [
+        {
+            "kind": Entry.Kind.CUSTOM_MESSAGE,
+            "custom_type": CUSTOM_TYPE,
+            "content": [{"type": "text", "text": content}],
+            "display": True,
+            "data": data,
+        }
+    ]
+    if seeded := todos.from_document(unwrap(content)):
+        seed.append(todos.entry_fields(seeded, "handoff"))
+    return old.hand_off(from_entry=from_entry, seed=seed, generation_id=generation_id)
 
 
 def unwrap(content: str) -> str:

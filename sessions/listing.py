@@ -7,7 +7,6 @@ many sessions a user has.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -46,11 +45,6 @@ class Chain:
 CHAIN = Coalesce(F("chain_root_id"), F("id"))
 
 
-def in_chains(chain_ids: Iterable[int]) -> Q:
-    ids = list(chain_ids)
-    return Q(chain_root_id__in=ids) | Q(chain_root__isnull=True, pk__in=ids)
-
-
 def matching(owner: User, query: str) -> QuerySet[ChatSession]:
     """Sessions whose title or any entry's words contain `query` (any case), archived ones
     included."""
@@ -76,7 +70,7 @@ def chain_page(
     if query:
         matched_rows = list(matching(owner, query).values_list("pk", "chain_root_id"))
         matched = {pk for pk, _ in matched_rows}
-        sessions = sessions.filter(in_chains(root or pk for pk, root in matched_rows))
+        sessions = sessions.filter(ChatSession.in_chains(root or pk for pk, root in matched_rows))
     chains = (
         sessions.annotate(chain=CHAIN)
         .values("chain")
@@ -86,7 +80,7 @@ def chain_page(
     page = Paginator(chains, CHAINS_PER_PAGE).get_page(page_number)
     chain_ids = [row["chain"] for row in page.object_list]
     members = (
-        shown.filter(in_chains(chain_ids))
+        shown.filter(ChatSession.in_chains(chain_ids))
         .annotate(messages=Count("entries", filter=Q(entries__kind=Entry.Kind.MESSAGE)))
         .order_by("created_at", "pk")
     )
@@ -105,7 +99,7 @@ def chain_of(session: ChatSession) -> list[ChatSession]:
     """Every session of the session's chain, oldest first."""
     return list(
         ChatSession.objects.filter(
-            ChatSession.kept(), in_chains([session.chain_id]), owner_id=session.owner_id
+            ChatSession.kept(), ChatSession.in_chains([session.chain_id]), owner_id=session.owner_id
         ).order_by("created_at", "pk")
     )
 

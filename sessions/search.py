@@ -11,14 +11,11 @@ queries fall back to a scan. PostgreSQL matches words with `simple` full text an
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import connection
 from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
-from django.utils.html import escape
-from django.utils.safestring import SafeString, mark_safe
 
 from .models import ChatSession, Entry
 
@@ -26,28 +23,27 @@ RESULTS = 30
 SNIPPET_CONTEXT = 60  # characters shown either side of the match
 
 
-def searchable(content: Any) -> str:
-    """The words of an entry's content: its text and thinking blocks (or the string itself)."""
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content or []:
-        if isinstance(block, dict):
-            for key in ("text", "thinking"):
-                if isinstance(block.get(key), str):
-                    parts.append(block[key])
-    return "\n".join(parts)
+@dataclass(frozen=True)
+class Snippet:
+    """The words around a match: before it, the match, after it, and whether the text goes on
+    before and after what is shown."""
+
+    before: str
+    match: str
+    after: str
+    cut_before: bool = False
+    cut_after: bool = False
 
 
 @dataclass(frozen=True)
 class Hit:
     entry_id: int
     session: ChatSession
-    snippet: SafeString
+    snippet: Snippet
 
     @property
     def url(self) -> str:
-        return f"{self.session.get_absolute_url()}?at={self.entry_id}#entry-{self.entry_id}"
+        return self.session.url_at(self.entry_id)
 
 
 def matching_entries(owner: User, query: str) -> QuerySet[Entry]:
@@ -79,8 +75,8 @@ def find(owner: User, query: str, limit: int = RESULTS) -> list[Hit]:
     return [Hit(entry.pk, entry.session, snippet(entry.search_text, query)) for entry in entries]
 
 
-def snippet(text: str, query: str) -> SafeString:
-    """The text around the first place it mentions `query` (any case), the match marked."""
+def snippet(text: str, query: str) -> Snippet:
+    """The text around the first place it mentions `query` (any case)."""
     flat = " ".join(text.split())
     at = flat.lower().find(query.lower())
     if at < 0:  # matched as words apart: show the first of them
@@ -89,11 +85,10 @@ def snippet(text: str, query: str) -> SafeString:
         query = first if at >= 0 else ""
     at = max(at, 0)
     start, end = max(0, at - SNIPPET_CONTEXT), at + len(query) + SNIPPET_CONTEXT
-    before, match, after = flat[start:at], flat[at : at + len(query)], flat[at + len(query) : end]
-    return mark_safe(  # noqa: S308 - every part is escaped
-        ("…" if start else "")
-        + escape(before)
-        + (f"<mark>{escape(match)}</mark>" if match else "")
-        + escape(after)
-        + ("…" if end < len(flat) else "")
+    return Snippet(
+        flat[start:at],
+        flat[at : at + len(query)],
+        flat[at + len(query) : end],
+        cut_before=start > 0,
+        cut_after=end < len(flat),
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .models import Entry
+from .content import EntryLike, Kind
 
 OFF = "off"
 # The level's thinking budget, in tokens (Claude needs at least 1,024 when it thinks).
@@ -24,10 +24,10 @@ def unknown(level: str) -> str:
     return f"Unknown thinking level “{level}”: choose off, low, medium or high."
 
 
-def level_on(branch: Sequence[Entry]) -> str:
+def level_on(branch: Sequence[EntryLike]) -> str:
     """The level a branch ends at: its latest thinking_level_change, else off."""
     for entry in reversed(branch):
-        if entry.kind == Entry.Kind.THINKING_LEVEL_CHANGE:
+        if entry.kind == Kind.THINKING_LEVEL_CHANGE:
             level = entry.data.get("fields", {}).get("thinkingLevel")
             return level if level in BUDGETS else OFF
     return OFF

@@ -1,21 +1,28 @@
 """Generated titles: with Claude, and when its owner prefers them, a session's first reply is
 followed by a cheap call (AGENTWEB_TITLE_MODEL) for a short title.
 
-The call runs beside the chat, never before or inside a reply. It replaces the title only while
-that is still the one cut from the first message: a rename, before or during the call, wins.
+The call runs beside the chat, never before or inside a reply (`write_soon`: a task of its
+own, one at a time per session, which a Cancel stops). It replaces the title only while that
+is still the one cut from the first message: a rename, before or during the call, wins.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from channels.db import database_sync_to_async
 from django.conf import settings
 
 from . import store
-from .models import ChatSession, Entry, Preferences, text_of
-from .providers import LOCAL, Provider, TextDelta, catalog, claude
+from .content import text_of, title_from
+from .models import ChatSession, Entry, Preferences
+from .providers import LOCAL, Provider, ProviderError, TextDelta, catalog, claude
+
+log = logging.getLogger(__name__)
 
 # What the title model is asked; the conversation's start follows it.
 REQUEST = (
@@ -58,7 +65,7 @@ def wanted(session_id: int) -> Wanted | None:
     question, answer = questions[0], branch[-1]
     if answer.status != Entry.Status.COMPLETE:
         return None
-    if session.title != store.title_from(question.text):
+    if session.title != title_from(question.text):
         return None  # renamed, or already generated
     return Wanted(
         session_id, question.text[:EXCERPT], text_of(answer.content)[:EXCERPT], session.title
@@ -83,7 +90,7 @@ def clean(text: str) -> str:
     line = next((line for line in text.splitlines() if line.strip()), "")
     line = re.sub(r"^\s*(title\s*:\s*)", "", line, flags=re.IGNORECASE)
     words = line.strip().strip(QUOTES).strip().rstrip(".。").strip(QUOTES).split()
-    return store.title_from(" ".join(words[:WORDS]))
+    return title_from(" ".join(words[:WORDS]))
 
 
 def save(start: Wanted, title: str) -> ChatSession | None:
@@ -102,3 +109,44 @@ def title_provider() -> Provider:
     return claude(
         settings.AGENTWEB_TITLE_MODEL, max_tokens=MAX_TOKENS, stall_seconds=TIMEOUT_SECONDS
     )
+
+
+_writing: dict[int, asyncio.Task[None]] = {}  # titles being written in this process, by session
+Show = Callable[[ChatSession], Awaitable[None]]
+
+
+def write_soon(session_id: int, show: Show) -> None:
+    """After a session's first reply: a generated title, when its owner prefers them, written
+    beside the chat and shown with `show`; one at a time per session."""
+    if session_id in _writing:
+        return
+    task = asyncio.create_task(_write(session_id, show))
+    _writing[session_id] = task
+    task.add_done_callback(lambda _: _writing.pop(session_id, None))
+
+
+async def _write(session_id: int, show: Show) -> None:
+    start = await database_sync_to_async(wanted)(session_id)
+    if start is None:
+        return
+    try:
+        title = await write(start, title_provider())
+    except (ProviderError, TimeoutError) as error:
+        log.info("no title for session %s: %s", session_id, error)
+        return
+    renamed = await database_sync_to_async(save)(start, title)
+    if renamed is not None:
+        await show(renamed)
+
+
+def stop(session_id: int) -> bool:
+    """Stop writing the session's title, if this process is writing it."""
+    task = _writing.get(session_id)
+    if task is None:
+        return False
+    task.cancel()
+    return True
+
+
+def being_written() -> list[asyncio.Task[None]]:
+    return list(_writing.values())

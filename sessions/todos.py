@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db.models import Q
 
 from .models import ChatSession, Entry
+from .store import branch_ids
 
 TOOL_NAME = "todo_write"
 CUSTOM_TYPE = "todos"  # a list set by the user or seeded from a handoff document
@@ -36,34 +37,6 @@ BUSY = (
 )
 MAX_ITEMS = 100
 MAX_TEXT = 500
-
-TOOL: dict[str, Any] = {
-    "name": TOOL_NAME,
-    "description": (
-        "Replace this session's todo list with the full list given. Use it to plan work of "
-        "several steps and keep it current: mark an item in_progress when you start it and "
-        "done as soon as it is finished, add items you discover, remove ones that no longer "
-        "apply. Send the whole list every time; the user sees it beside the chat and may "
-        "edit it too."
-    ),
-    "input_schema": {
-        "type": "object",
-        "properties": {
-            "todos": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "text": {"type": "string", "description": "what to do"},
-                        "state": {"type": "string", "enum": list(STATES)},
-                    },
-                    "required": ["text", "state"],
-                },
-            }
-        },
-        "required": ["todos"],
-    },
-}
 
 
 @dataclass(frozen=True)
@@ -185,8 +158,6 @@ def state(session: ChatSession, branch: Iterable[int] | None = None) -> TodoStat
     """The list on the session's branch (the ids of its entries when the caller has them),
     read with a few small queries whatever the session's size: the entries that change the
     list (none: done), the branch's ids unless given, and the replies since the latest change."""
-    from .store import branch_ids
-
     changes = list(Entry.objects.filter(_CHANGES, session_id=session.pk).order_by("pk"))
     if not changes:  # most sessions: one query
         return TodoState([])
@@ -223,15 +194,40 @@ def state(session: ChatSession, branch: Iterable[int] | None = None) -> TodoStat
     return TodoState(todos, turns, unseen)
 
 
+def notes_due(session: ChatSession) -> list[Entry]:
+    """The notes on the list the model needs before its turn, stored (so they follow the branch
+    and are exported): the user's change to the list, or a reminder of open items."""
+    todo_state = state(session)
+    if todo_state.unseen_user_change:
+        note = note_text(todo_state.todos)
+        return [session.append_custom_message(NOTE_TYPE, note, display=True)]
+    if reminder_due(todo_state):
+        text = reminder_text(todo_state.todos, todo_state.turns_since_update)
+        return [session.append_custom_message(REMINDER_TYPE, text, display=True)]
+    return []
+
+
 def reminder_due(todo_state: TodoState) -> bool:
     every = settings.AGENTWEB_TODO_REMINDER_TURNS
     return bool(every) and todo_state.open_count > 0 and todo_state.turns_since_update >= every
 
 
-def custom_data(todos: Sequence[Todo], source: str) -> dict[str, Any]:
-    """A `custom` entry's data for a list set by `source` (user, handoff), as exported."""
-    data = {"todos": as_dicts(todos), "source": source}
-    return {"fields": {"customType": CUSTOM_TYPE, "data": data}}
+def entry_fields(todo_list: Sequence[Todo], source: str) -> dict[str, Any]:
+    """The `custom` entry that holds the list as `source` set it (the user, or a handoff
+    document it was seeded from), as exported. The model does not read it: the user's change
+    reaches it as a note before its next turn."""
+    data = {"todos": as_dicts(todo_list), "source": source}
+    return {
+        "kind": Entry.Kind.CUSTOM,
+        "custom_type": CUSTOM_TYPE,
+        "content": [{"type": "text", "text": checklist(todo_list) or "(empty)"}],
+        "data": {"fields": {"customType": CUSTOM_TYPE, "data": data}},
+    }
+
+
+def append_list(session: ChatSession, todo_list: Sequence[Todo], source: str) -> Entry:
+    """The list as the user set it (`source` "user") or a handoff seeded it, in the history."""
+    return session.append(**entry_fields(todo_list, source))
 
 
 # --- the list in a handoff request ---------------------------------------------------------

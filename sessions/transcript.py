@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import todos
-from .context import bash_failed, bash_text, block_texts, image_placeholder, tool_call_line
+from .content import block_texts, image_placeholder
+from .context import bash_failed, bash_text, tool_call_line
 from .models import Entry
-from .store import Outline, entries_by_id
+from .store import Outline
 
 SHOWN_RESULT_CHARS = 20_000  # a longer tool output is cut in the page (the export has it all)
 
@@ -119,7 +120,7 @@ def window(outline: Outline, before: int | None = None) -> dict[str, Any]:
     end = next((i for i, (pk, _) in enumerate(outline) if pk == before), len(outline))
     roles = [role for _, role in outline]
     start = start_of_window(roles, max(0, end - WINDOW))
-    shown = with_siblings(entries_by_id([pk for pk, _ in outline[start:end]]), outline)
+    shown = with_siblings(Entry.in_order([pk for pk, _ in outline[start:end]]), outline)
     return {
         "entries": fold(shown),
         "earlier": start,

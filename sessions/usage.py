@@ -7,38 +7,15 @@ priced apart from plain input, as the API reports them.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from decimal import Decimal
 
 from django.conf import settings
 from django.db.models import Sum
 
 from .models import Entry
+from .tokens import Usage
 
 MILLION = Decimal(1_000_000)
-
-
-@dataclass(frozen=True)
-class Usage:
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-    cost: Decimal | None = Decimal(0)  # None: a model without a price was used
-
-    def __add__(self, other: Usage) -> Usage:
-        cost = None if self.cost is None or other.cost is None else self.cost + other.cost
-        return Usage(
-            self.input + other.input,
-            self.output + other.output,
-            self.cache_read + other.cache_read,
-            self.cache_write + other.cache_write,
-            cost,
-        )
-
-    @property
-    def tokens(self) -> int:
-        return self.input + self.output + self.cache_read + self.cache_write
 
 
 def priced(model: str, input: int, output: int, cache_read: int = 0, cache_write: int = 0) -> Usage:

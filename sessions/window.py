@@ -11,7 +11,7 @@ taken only when the one before is not enough:
    that fit; each stretch gives notes, and the notes, with the latest turns that
    still fit, give the document.
 
-Sizes are estimates (`context.estimate_tokens`); when a plan comes near the budget, the
+Sizes are estimates (`tokens.estimate_tokens`); when a plan comes near the budget, the
 model's own count (`Provider.count_tokens`, the API's count_tokens endpoint for
 Claude) calibrates them, so a tokenizer denser than the estimate cannot overflow it.
 """
@@ -23,8 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from . import handoff
-from .context import USER, LLMMessage, Part, estimate_tokens, message_tokens, serialize, to_messages
+from .context import USER, LLMMessage, Part, serialize, to_messages
 from .providers import Provider, ProviderError
+from .tokens import estimate_tokens, message_tokens
 
 CLIPPED_RESULT_CHARS = 1_500  # what an old tool result keeps: its head and its tail
 COUNT_FROM = 0.5  # ask the model to count once an estimate passes this share of the budget

@@ -14,7 +14,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 from django.test import Client
 
-from sessions import runtime, store
+from sessions import generation
 from sessions.models import ChatSession
 
 from .fake_anthropic import FakeAnthropic
@@ -81,10 +81,10 @@ def other_user(django_user_model: type[User]) -> User:
 
 
 def make_session(owner: User, *, model: str = FAKE_MODEL, exchanges: int = 0) -> ChatSession:
-    session = store.new_session(owner, model=model)
+    session = ChatSession.objects.create(owner=owner, model=model)
     for i in range(exchanges):
-        store.append_message(session, "user", [{"type": "text", "text": f"question {i}"}])
-        store.append_message(session, "assistant", [{"type": "text", "text": f"answer {i}"}])
+        session.append_message("user", [{"type": "text", "text": f"question {i}"}])
+        session.append_message("assistant", [{"type": "text", "text": f"answer {i}"}])
     return session
 
 
@@ -160,7 +160,7 @@ async def open_tab() -> AsyncIterator[Callable[..., Any]]:
         return connected, tab
 
     yield open_
-    await runtime.wait_idle()
+    await generation.wait_idle()
     for tab in tabs:
         await tab.ws.disconnect()
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from sessions import handoff, runtime, store
+from sessions import generation, handoff, store
 from sessions.models import ChatSession, Entry, PendingPrompt, Preferences
 
 from .conftest import FAKE_MODEL, db_async, make_session
@@ -49,7 +49,7 @@ async def test_a_prompt_that_would_pass_the_threshold_hands_off_first_and_goes_t
     await tab.send(message="and now the tests, please")  # 4,995 + 9 tokens: past 5,000
     html = await tab.until("data-url=")
     assert "handing off first" in html and "New session started with handoff context" in html
-    await runtime.wait_idle()
+    await generation.wait_idle()
     handoff_request, prompt_request = (r["json"]["messages"] for r in small_window.requests)
     assert handoff_request[-1]["content"][-1]["text"] == handoff.build_prompt()
     assert prompt_request == [
@@ -75,7 +75,7 @@ async def test_below_the_threshold_the_prompt_is_sent_as_usual(owner, small_wind
     _, tab = await open_tab(owner, old)
     await tab.send(message="a short question")
     await tab.until("Plain answer.")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert len(small_window.requests) == 1
     assert await db_async(ChatSession.objects.count)() == 1
 
@@ -87,7 +87,7 @@ async def test_without_the_preference_nothing_hands_off(owner, small_window, ope
     _, tab = await open_tab(owner, old)
     await tab.send(message="a short question")
     await tab.until("Plain answer.")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert await db_async(ChatSession.objects.count)() == 1
 
 
@@ -104,7 +104,7 @@ async def test_cancel_stops_the_automatic_handoff_and_the_prompt_is_sent_here(
     await tab.until("Handoff cancelled")
     await tab.until("Answered here.")
     assert await asyncio.to_thread(small_window.wait_for_disconnect, 5)
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert await db_async(ChatSession.objects.count)() == 1
     last = (await db_async(store.get_branch)(old))[-2:]
     assert [e.text for e in last] == ["go on", "Answered here."]
@@ -120,7 +120,7 @@ async def test_with_review_on_the_prompt_waits_for_the_reviewed_switch(
     _, tab = await open_tab(owner, old)
     await tab.send(message="go on")
     html = await tab.until("Review the handoff document")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert await db_async(PendingPrompt.objects.filter(session=old).count)() == 1
     reply_id = int(
         re.search(
@@ -129,7 +129,7 @@ async def test_with_review_on_the_prompt_waits_for_the_reviewed_switch(
     )
     await tab.send(action="handoff_confirm", entry=reply_id, document=DOCUMENT)
     await tab.until("data-url=")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     new = await db_async(ChatSession.objects.get)(parent_session=old)
     texts = [e.text for e in await db_async(store.get_branch)(new)]
     assert texts[1:] == ["go on", "Answered after the review."]

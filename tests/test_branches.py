@@ -7,8 +7,10 @@ import json
 import pytest
 from django.urls import reverse
 
-from sessions import runtime, session_file, store
-from sessions.models import ChatSession, Entry
+from sessions import generation, session_file, store
+from sessions.generation import claims
+from sessions.models import BranchRefused, ChatSession, Entry
+from sessions.tree import Siblings
 
 from .conftest import db_async, make_session
 from .fake_anthropic import Reply
@@ -17,7 +19,7 @@ db = pytest.mark.django_db
 
 
 def say(session: ChatSession, role: str, text: str) -> Entry:
-    return store.append_message(session, role, [{"type": "text", "text": text}])
+    return session.append_message(role, [{"type": "text", "text": text}])
 
 
 def texts(session: ChatSession) -> list[str]:
@@ -30,7 +32,7 @@ def two_answers(owner) -> tuple[ChatSession, Entry, Entry, Entry]:
     session = make_session(owner)
     question = say(session, "user", "Which parser?")
     first = say(session, "assistant", "Use configparser.")
-    store.move_leaf(session, question.pk)
+    session.move_leaf(question.pk)
     second = say(session, "assistant", "Use tomllib.")
     say(session, "user", "Why tomllib?")
     return session, question, first, second
@@ -48,36 +50,36 @@ def test_the_outline_tells_each_entry_with_siblings_where_it_stands(owner):
     session, question, first, second = two_answers(owner)
     outline = store.branch_outline(session)
     assert [pk for pk, _ in outline][:2] == [question.pk, second.pk]
-    assert outline.siblings[second.pk] == store.Siblings(2, 2, first.pk, None)
+    assert outline.siblings[second.pk] == Siblings(2, 2, first.pk, None)
     assert question.pk not in outline.siblings  # the only child of the root
 
 
 @db
 def test_switching_to_a_sibling_goes_on_from_the_newest_entry_of_its_branch(owner):
     session, question, first, second = two_answers(owner)
-    assert store.switch_branch(session, first.pk) == first.pk
+    assert session.switch_branch(first.pk) == first.pk
     assert texts(session) == ["Which parser?", "Use configparser."]
     assert store.session_context(session)[-1]["content"][0]["text"] == "Use configparser."
     # Back: the leaf is the end of that branch, the follow-up, not the answer itself.
-    store.switch_branch(session, second.pk)
+    session.switch_branch(second.pk)
     assert texts(session) == ["Which parser?", "Use tomllib.", "Why tomllib?"]
 
 
 @db
 def test_the_context_size_follows_the_branch(owner):
     session, question, first, second = two_answers(owner)
-    store.switch_branch(session, second.pk)
+    session.switch_branch(second.pk)
     long_branch = ChatSession.objects.get(pk=session.pk).context_tokens
-    store.switch_branch(session, first.pk)
+    session.switch_branch(first.pk)
     assert ChatSession.objects.get(pk=session.pk).context_tokens < long_branch
 
 
 @db
 def test_the_leaf_cannot_move_while_a_reply_is_generated(owner):
     session, question, first, second = two_answers(owner)
-    assert runtime.claim(session.pk, "gen-1", "prompt", "channel")
-    with pytest.raises(store.BranchRefused, match="Wait for the reply to end"):
-        store.switch_branch(session, first.pk)
+    assert claims.claim(session.pk, "gen-1", "prompt", "channel")
+    with pytest.raises(BranchRefused, match="Wait for the reply to end"):
+        session.switch_branch(first.pk)
     assert texts(session)[-1] == "Why tomllib?"
 
 
@@ -85,14 +87,14 @@ def test_the_leaf_cannot_move_while_a_reply_is_generated(owner):
 def test_an_entry_of_another_session_is_not_a_branch_of_this_one(owner):
     session, *_ = two_answers(owner)
     other = make_session(owner, exchanges=1)
-    with pytest.raises(store.BranchRefused, match="not part of this session"):
-        store.switch_branch(session, store.get_branch(other)[0].pk)
+    with pytest.raises(BranchRefused, match="not part of this session"):
+        session.switch_branch(store.get_branch(other)[0].pk)
 
 
 @db
 def test_a_fork_copies_the_branch_up_to_an_entry_and_records_where_it_came_from(owner):
     session, question, first, second = two_answers(owner)
-    forked = store.fork(session, second.pk)
+    forked = session.fork(second.pk)
     assert forked.pk != session.pk and forked.forked_from_id == second.pk
     assert texts(forked) == ["Which parser?", "Use tomllib."]
     assert forked.context_tokens > 0
@@ -105,13 +107,12 @@ def test_a_fork_copies_the_branch_up_to_an_entry_and_records_where_it_came_from(
 def test_a_forked_compaction_keeps_pointing_at_its_first_kept_entry(owner):
     session = make_session(owner, exchanges=2)
     kept = store.get_branch(session)[2]
-    compaction = store._append(
-        session,
+    compaction = session.append(
         kind=Entry.Kind.COMPACTION,
         content=[{"type": "text", "text": "Earlier: chose tomllib."}],
         data={"refs": {"firstKeptEntryId": kept.pk}},
     )
-    forked = store.fork(session, compaction.pk)
+    forked = session.fork(compaction.pk)
     copies = store.get_branch(forked)
     assert copies[-1].data["refs"]["firstKeptEntryId"] == copies[2].pk
     assert copies[2].text == kept.text
@@ -141,7 +142,7 @@ def test_a_long_linear_session_is_a_flat_tree(owner):
 @db
 def test_jsonl_export_and_import_keep_the_whole_tree_and_the_leaf(owner):
     session, question, first, second = two_answers(owner)
-    store.switch_branch(session, first.pk)  # the leaf is not the newest entry
+    session.switch_branch(first.pk)  # the leaf is not the newest entry
     lines = "".join(session_file.export_jsonl(session)).splitlines()
     imported = session_file.import_jsonl(owner, lines)
     assert texts(imported) == ["Which parser?", "Use configparser."]
@@ -162,10 +163,10 @@ def test_jsonl_export_and_import_keep_the_whole_tree_and_the_leaf(owner):
 @db
 def test_the_markdown_export_and_the_handoff_follow_the_current_branch(owner):
     session, question, first, second = two_answers(owner)
-    store.switch_branch(session, first.pk)
+    session.switch_branch(first.pk)
     markdown = session_file.export_markdown(session)
     assert "Use configparser." in markdown and "tomllib" not in markdown
-    assert runtime.message_count(session.pk) == 2
+    assert store.count_messages(store.get_branch(session)) == 2
 
 
 # --- the pages --------------------------------------------------------------------------
@@ -246,7 +247,7 @@ async def test_an_edited_message_goes_on_a_new_branch_and_the_model_answers_it(
     html = await tab.until("Answer to the edit.</p>")
     assert "answer 1" not in html.split('id="transcript"')[-1]  # the old branch is gone
     assert 'class="branch-position">2 / 2<' in html  # the edited message's switcher
-    await runtime.wait_idle()
+    await generation.wait_idle()
     sent = fake_anthropic.requests[-1]["json"]["messages"]
     assert [m["content"][0]["text"] for m in sent] == [
         "question 0",
@@ -259,7 +260,7 @@ async def test_an_edited_message_goes_on_a_new_branch_and_the_model_answers_it(
         "question 1, reworded",
         "Answer to the edit.",
     ]
-    await db_async(store.switch_branch)(session, question.pk)  # the original is kept
+    await db_async(session.switch_branch)(question.pk)  # the original is kept
     assert (await db_async(texts)(session))[2:] == ["question 1", "answer 1"]
 
 
@@ -273,7 +274,7 @@ async def test_a_regenerated_reply_is_a_sibling_of_the_first(owner, fake_anthrop
     await tab.send(action="regenerate", entry=reply.pk)
     html = await tab.until("A second answer.</p>")
     assert 'class="branch-position">2 / 2<' in html
-    await runtime.wait_idle()
+    await generation.wait_idle()
     sent = fake_anthropic.requests[-1]["json"]["messages"]
     assert sent == [{"role": "user", "content": [{"type": "text", "text": "question 0"}]}]
     branch = await db_async(store.get_branch)(session)
@@ -294,7 +295,7 @@ async def test_every_tab_of_the_session_sees_the_new_branch(owner, fake_anthropi
     assert (
         'id="transcript" class="transcript" role="log" aria-label="Transcript" hx-swap-oob' in html
     )
-    await runtime.wait_idle()
+    await generation.wait_idle()
 
 
 @pytest.mark.asyncio
@@ -312,7 +313,7 @@ async def test_an_edit_while_a_reply_streams_is_refused_and_nothing_moves(
     html = await tab.until("notice--error")
     assert "Wait for the reply to end (or cancel it) before changing branches." in html
     fake_anthropic.release()
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert await db_async(texts)(session) == [
         "question 0",
         "answer 0",
@@ -336,8 +337,8 @@ async def test_what_cannot_be_edited_or_regenerated_is_refused_plainly(
     owner, other_user, fake_anthropic, open_tab, action, pick, reason
 ):
     session = await db_async(make_session)(owner, exchanges=1)
-    await db_async(store.append_message)(
-        session, "assistant", [{"type": "text", "text": "## Goal"}], data={"purpose": "handoff"}
+    await db_async(session.append_message)(
+        "assistant", [{"type": "text", "text": "## Goal"}], data={"purpose": "handoff"}
     )
     theirs = await db_async(make_session)(other_user, exchanges=1)
     branch = await db_async(store.get_branch)(session if pick is not None else theirs)

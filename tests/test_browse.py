@@ -22,28 +22,27 @@ def signed_in(client, owner):
 
 
 def hand_off(old: ChatSession, document: str) -> ChatSession:
-    store.append_message(
-        old, "user", [{"type": "text", "text": handoff.build_prompt()}], data={"purpose": "handoff"}
+    old.append_message(
+        "user", [{"type": "text", "text": handoff.build_prompt()}], data={"purpose": "handoff"}
     )
-    reply = store.append_message(
-        old, "assistant", [{"type": "text", "text": document}], data={"purpose": "handoff"}
+    reply = old.append_message(
+        "assistant", [{"type": "text", "text": document}], data={"purpose": "handoff"}
     )
-    return store.hand_off(
+    return handoff.new_session(
         old, from_entry=reply, content=handoff.wrap(document), data={"warnings": []}
     )
 
 
 def chain_of_four(owner) -> list[ChatSession]:
     first = make_session(owner, exchanges=1)
-    store.append_message(
-        first,
+    first.append_message(
         "user",
         [{"type": "text", "text": "Fix src/app/views.py and keep TIMEOUT_SECONDS at 30 s"}],
     )
     sessions = [first]
     for n in range(3):
         nxt = hand_off(sessions[-1], f"## Goal\nStep {n}: src/app/views.py")
-        store.append_message(nxt, "user", [{"type": "text", "text": f"message in session {n + 2}"}])
+        nxt.append_message("user", [{"type": "text", "text": f"message in session {n + 2}"}])
         sessions.append(nxt)
     return sessions
 
@@ -81,7 +80,7 @@ def test_the_filter_finds_sessions_by_title_or_content_and_keeps_their_chain(
     chain = chain_of_four(owner)
     make_session(owner, exchanges=1)
     theirs = make_session(other_user)
-    store.append_message(theirs, "user", [{"type": "text", "text": "message in session 3"}])
+    theirs.append_message("user", [{"type": "text", "text": "message in session 3"}])
     html = signed_in.get("/", {"q": "MESSAGE IN SESSION 3"}).content.decode()
     assert rows(html) == [str(s.pk) for s in chain]
     assert html.count("session-row matched") == 1
@@ -135,12 +134,11 @@ def test_renaming_another_users_session_is_not_found(signed_in, other_user):
 
 def test_side_by_side_highlights_the_document_and_the_seed_and_shows_coverage(signed_in, owner):
     old = make_session(owner)
-    store.append_message(
-        old,
+    old.append_message(
         "user",
         [{"type": "text", "text": "Edit src/parser.py; it fails with ValueError: bad header"}],
     )
-    store.append_message(old, "assistant", [{"type": "text", "text": "Reading takes 850 ms."}])
+    old.append_message("assistant", [{"type": "text", "text": "Reading takes 850 ms."}])
     new = hand_off(old, "## Critical Context\n- src/parser.py raises ValueError (bad header)")
     html = signed_in.get(reverse("chat:compare", args=[new.pk, old.pk])).content.decode()
     assert html.index(f'Old: <a href="/sessions/{old.pk}/"') < html.index(
@@ -176,7 +174,7 @@ def test_any_two_sessions_of_a_chain_can_be_compared(signed_in, owner):
 
 def test_entries_of_kinds_agentweb_does_not_run_are_shown_compactly(signed_in, owner):
     session = make_session(owner, exchanges=1)
-    store._append(session, kind=Entry.Kind.MODEL_CHANGE, data={"fields": {"modelId": "x"}})
+    session.append(kind=Entry.Kind.MODEL_CHANGE, data={"fields": {"modelId": "x"}})
     assert signed_in.get(session.get_absolute_url()).status_code == 200
 
 
@@ -220,12 +218,12 @@ def test_a_report_another_request_is_working_out_is_not_worked_out_twice(signed_
 def test_side_by_side_shows_a_window_of_each_transcript_around_the_handoff(signed_in, owner):
     old = make_session(owner)
     for i in range(300):  # 600 entries before the handoff
-        store.append_message(old, "user", [{"type": "text", "text": f"q{i}"}])
-        store.append_message(old, "assistant", [{"type": "text", "text": f"a{i}"}])
+        old.append_message("user", [{"type": "text", "text": f"q{i}"}])
+        old.append_message("assistant", [{"type": "text", "text": f"a{i}"}])
     new = hand_off(old, "## Goal\nShip.")
     for i in range(150):  # 300 entries after the seed
-        store.append_message(new, "user", [{"type": "text", "text": f"n{i}"}])
-        store.append_message(new, "assistant", [{"type": "text", "text": f"m{i}"}])
+        new.append_message("user", [{"type": "text", "text": f"n{i}"}])
+        new.append_message("assistant", [{"type": "text", "text": f"m{i}"}])
     html = signed_in.get(reverse("chat:compare", args=[old.pk, new.pk])).content.decode()
     old_column, new_column = html.split('id="column-new"')
     assert old_column.count('<article id="entry-') == 200  # ending at the document

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from sessions import runtime, store
+from sessions import generation, store
 from sessions.models import ChatSession, Entry, PendingPrompt
 
 from .conftest import db_async, make_session
@@ -28,7 +28,7 @@ async def test_a_prompt_streams_deltas_and_persists_the_reply(owner, fake_anthro
     html = await tab.until("entry--assistant status--")
     assert 'id="live-text" hx-swap-oob="beforeend"' in html  # deltas
     assert "<strong>fake</strong>" in html  # the final message is rendered markdown
-    await runtime.wait_idle()
+    await generation.wait_idle()
     user, reply = await entries(session)
     assert (user.role, user.text) == ("user", "Hi there")
     assert (reply.role, reply.text, reply.status) == (
@@ -57,7 +57,7 @@ async def test_cancel_stops_the_reply_and_keeps_the_partial_text_as_aborted(
     html = await tab.until("Cancelled")
     assert "status--aborted" in html
     assert await asyncio.to_thread(fake_anthropic.wait_for_disconnect, 5)
-    await runtime.wait_idle()
+    await generation.wait_idle()
     reply = (await entries(session))[-1]
     assert reply.status == Entry.Status.ABORTED
     assert reply.text.startswith("token0 token1 token2 token3")
@@ -75,7 +75,7 @@ async def test_a_prompt_sent_while_a_reply_streams_is_queued_and_sent_after_it(
     await tab.send(message="second")
     await tab.until("Queued")
     await tab.until("second answer")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     texts = [e.text for e in await entries(session)]
     assert texts[0] == "first" and texts[2] == "second" and texts[3] == "second answer"
     # The follow-up went out after the first reply, with it in the context.
@@ -95,7 +95,7 @@ async def test_a_model_error_is_shown_and_recorded(owner, fake_anthropic, open_t
     await tab.send(message="hello")
     html = await tab.until("Failed:")
     assert "rate limited" in html
-    await runtime.wait_idle()
+    await generation.wait_idle()
     reply = (await entries(session))[-1]
     assert reply.status == Entry.Status.FAILED and "rate limited" in reply.error
 
@@ -178,7 +178,7 @@ async def test_the_offline_model_answers_without_a_network(owner, open_tab):
     html = await tab.until("entry--assistant status--")
     assert "offline model" in html
     assert "src/app.py" in html
-    await runtime.wait_idle()
+    await generation.wait_idle()
     branch = await db_async(store.get_branch)(session)
     assert branch[-1].model == "local"
 
@@ -198,7 +198,7 @@ async def test_a_message_with_characters_no_database_stores_is_kept_readable(own
     _, tab = await open_tab(owner, session)
     await tab.ws.send_to(text_data='{"message": "nul \\u0000 and half \\ud800 a pair"}')
     await tab.until("entry--assistant status--")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     user = await db_async(lambda: Entry.objects.filter(session=session, role="user").get())()
     assert user.text == "nul \ufffd and half \ufffd a pair"
 
@@ -208,7 +208,7 @@ async def test_the_context_a_job_leaves_for_the_next_is_the_one_the_branch_gives
 ):
     """Each job leaves its context for the next (long sessions skip a reload); it must be
     exactly what a fresh build from the branch gives, after replies of every outcome."""
-    from sessions.agent import CONTEXTS
+    from sessions.agent.session import CONTEXTS
 
     fake_anthropic.enqueue(
         Reply.text("A full answer."),
@@ -232,7 +232,7 @@ async def test_the_context_a_job_leaves_for_the_next_is_the_one_the_branch_gives
             await tab.until("Cancelled")
         else:
             await tab.until(ending)
-        await runtime.wait_idle()
+        await generation.wait_idle()
         leaf, kept = CONTEXTS[session.pk]
         fresh = await db_async(store.session_context)(session)
         assert (leaf, kept) == ((await db_async(store.get_branch)(session))[-1].pk, fresh), message

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sessions.coverage import coverage, extract, items_of, normalise
+from sessions.coverage import coverage, items_of
+from sessions.items import extract, normalise
 from sessions.models import Entry
 
 

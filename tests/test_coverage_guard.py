@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from sessions import handoff, runtime, store
+from sessions import generation, handoff, store
 from sessions.models import ChatSession, Entry, Preferences
 
 from .conftest import db_async, make_session
@@ -32,7 +32,7 @@ def session_with_facts(owner, model: str = "claude-fake-test") -> ChatSession:
         ("user", "Good. Fix the KeyError: 'parentId' next, in src/importer/reader.py."),
     ]
     for role, text in said:
-        store.append_message(session, role, [{"type": "text", "text": text}])
+        session.append_message(role, [{"type": "text", "text": text}])
     return session
 
 
@@ -40,7 +40,7 @@ async def hand_off(owner, open_tab, session) -> tuple[str, Entry]:
     _, tab = await open_tab(owner, session)
     await tab.send(message="/handoff")
     html = await tab.until("data-url=", timeout=20)
-    await runtime.wait_idle()
+    await generation.wait_idle()
     new = await db_async(ChatSession.objects.get)(parent_session=session)
     seed = (await db_async(store.get_branch)(new))[0]
     return html, seed
@@ -125,7 +125,7 @@ async def test_cancel_during_the_amendment_cancels_the_handoff(owner, fake_anthr
     await tab.send(action="cancel")
     await tab.until("Handoff cancelled")
     assert await asyncio.to_thread(fake_anthropic.wait_for_disconnect, 5)
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert await db_async(ChatSession.objects.count)() == 1
 
 

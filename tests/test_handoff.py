@@ -8,7 +8,7 @@ import re
 import pytest
 from django.db.models.signals import post_save
 
-from sessions import handoff, runtime, store
+from sessions import generation, handoff
 from sessions.agent import AgentSession, HandoffCancelled
 from sessions.models import ChatSession, Entry, PendingPrompt, Preferences
 
@@ -55,7 +55,7 @@ async def test_with_fewer_than_two_messages_there_is_nothing_to_hand_off(
 
 async def test_the_session_layer_raises_on_the_same_guard(owner, fake_anthropic):
     session = await db_async(make_session)(owner)
-    await db_async(store.append_message)(session, "user", [{"type": "text", "text": "only one"}])
+    await db_async(session.append_message)("user", [{"type": "text", "text": "only one"}])
     with pytest.raises(handoff.NothingToHandOff):
         await AgentSession(session).handoff()
 
@@ -70,7 +70,7 @@ async def test_a_handoff_switches_to_a_new_session_seeded_with_the_document_only
     html = await tab.until("data-url=")
     assert "New session started with handoff context" in html
     new_id = redirected_session(html)
-    await runtime.wait_idle()
+    await generation.wait_idle()
 
     # The prompt went out through the normal path, after the old transcript, with the focus.
     sent = fake_anthropic.requests[0]["json"]["messages"]
@@ -131,7 +131,7 @@ async def test_cancel_closes_the_model_connection_and_creates_nothing(
     await tab.send(action="cancel")
     await tab.until("Handoff cancelled")
     assert await asyncio.to_thread(fake_anthropic.wait_for_disconnect, 5)
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert await session_count() == 1
     reply = (await entries_of(old.pk))[-1]
     assert reply.status == Entry.Status.ABORTED and reply.text.startswith("token0 token1 token2")
@@ -184,7 +184,7 @@ async def test_a_failure_names_its_reason_is_recorded_and_creates_nothing(
     await tab.send(message="/handoff")
     html = await tab.until("Handoff failed:")
     assert re.search(r"Handoff failed: [^<]*" + re.escape(reason), html), html[-1500:]
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert await session_count() == 1
     recorded = (await entries_of(old.pk))[-1]
     assert recorded.status == Entry.Status.FAILED and reason in recorded.error
@@ -214,7 +214,7 @@ async def test_a_prompt_queued_during_the_handoff_is_delivered_in_the_new_sessio
     await tab.send(message="and then fix the tests")
     await tab.until("Queued")
     new_id = redirected_session(await tab.until("data-url="))
-    await runtime.wait_idle()
+    await generation.wait_idle()
     seed, question, answer = await entries_of(new_id)
     assert seed.custom_type == "handoff"
     assert (question.text, answer.text) == ("and then fix the tests", "Answer in the new session.")
@@ -253,7 +253,7 @@ async def test_an_error_inside_the_switch_leaves_no_new_session(owner, fake_anth
         assert "disk full" in html
     finally:
         post_save.disconnect(fail_on_handoff_entry, sender=Entry)
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert await session_count() == 1
     old_now = await db_async(ChatSession.objects.get)(pk=old.pk)
     assert not old_now.generation_id  # the old session is usable again
@@ -275,7 +275,7 @@ async def test_with_review_on_the_user_edits_the_document_before_the_switch(
     _, tab = await open_tab(owner, old)
     await tab.send(message="/handoff")
     html = await tab.until("Review the handoff document")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert await session_count() == 1
     reply_id = int(
         re.search(
@@ -310,7 +310,7 @@ async def reviewed_document(owner, fake_anthropic, open_tab, *, while_generating
         await tab.until("Queued")
     fake_anthropic.release()
     html = await tab.until("Review the handoff document")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     reply_id = int(
         re.search(
             r'value="handoff_confirm">\s*<input type="hidden" name="entry" value="(\d+)"', html
@@ -333,7 +333,7 @@ async def test_a_prompt_typed_during_a_reviewed_handoff_waits_and_goes_to_the_ne
     assert len(fake_anthropic.requests) == 1  # nothing was sent in the old session
     await tab.send(action="handoff_confirm", entry=str(reply_id), document="## Goal\nShip.")
     new_id = redirected_session(await tab.until("data-url="))
-    await runtime.wait_idle()
+    await generation.wait_idle()
     seed, question, answer = await entries_of(new_id)
     assert (question.text, answer.text) == ("then the tests", "Answered in the new session.")
 
@@ -343,7 +343,7 @@ async def test_two_tabs_confirming_one_document_at_once_start_one_session(
 ):
     old, _, reply_id = await reviewed_document(owner, fake_anthropic, open_tab)
     confirms = await asyncio.gather(
-        *(runtime.confirm_handoff(old, reply_id, "## Goal\nShip.") for _ in range(2))
+        *(generation.confirm_handoff(old, reply_id, "## Goal\nShip.") for _ in range(2))
     )
     assert sorted(type(result).__name__ for result in confirms) == ["ChatSession", "str"]
     assert "can no longer be used" in next(r for r in confirms if isinstance(r, str))
@@ -404,7 +404,7 @@ async def test_a_database_locked_for_a_moment_during_the_switch_only_delays_it(
     fake_anthropic.release()  # the document ends while the database is held
     new_id = redirected_session(await tab.until("data-url=", timeout=30))
     await asyncio.to_thread(locker.join)
-    await runtime.wait_idle()
+    await generation.wait_idle()
     new = await db_async(ChatSession.objects.get)(pk=new_id)
     [seed] = await entries_of(new_id)
     assert (new.parent_session_id, seed.custom_type) == (old.pk, "handoff")
@@ -432,7 +432,7 @@ async def test_a_database_error_in_the_middle_of_the_switch_leaves_none_of_it(
         await tab.send(message="/handoff")
         html = await tab.until("Handoff failed:")
         assert "Handoff failed: server closed the connection unexpectedly" in html
-        await runtime.wait_idle()
+        await generation.wait_idle()
     finally:
         post_save.disconnect(database_gone, sender=Entry)
     assert await session_count() == 1  # no new session, no seed, no lineage

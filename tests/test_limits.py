@@ -8,9 +8,10 @@ import json
 
 import pytest
 
-from sessions import runtime, store
+from sessions import generation, store
+from sessions.generation.job import Job
 from sessions.models import PendingPrompt
-from sessions.runtime import Job
+from sessions.partials.events import render
 
 from .conftest import db_async, make_session
 from .fake_anthropic import Reply
@@ -97,9 +98,10 @@ async def test_a_tab_far_behind_catches_up_on_the_latest_entries_in_pages(owner,
 
 async def test_a_long_run_keeps_only_its_latest_entries_for_snapshots(owner):
     session = await db_async(make_session)(owner, model="local", exchanges=60)
-    job = Job(session, "gen", "channel")
+    relay = Job(session, "gen", "channel", render).relay
     for entry in await db_async(store.get_branch)(session):
-        job.appended.append((entry.pk, "<article></article>"))
-    assert len(job.snapshot()["entries"]) == 50
-    assert job.snapshot()["entries"][-1][0] == entry.pk
-    await runtime.wait_idle()
+        relay.appended.append((entry.pk, "<article></article>"))
+    snapshot = relay.snapshot(replying=False, purpose="", stage="")
+    assert len(snapshot["entries"]) == 50
+    assert snapshot["entries"][-1][0] == entry.pk
+    await generation.wait_idle()

@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from sessions import runtime
+from sessions import generation
 from sessions.models import ChatSession, Entry
 
 from .conftest import db_async, make_session
@@ -48,14 +48,14 @@ async def test_a_model_fault_ends_clearly_keeps_the_partial_text_and_the_next_pr
     await tab.send(message="first")
     html = await tab.until("Failed:", timeout=15)
     assert message in html
-    await runtime.wait_idle()
+    await generation.wait_idle()
     failed = await db_async(
         lambda: Entry.objects.filter(session=session, role="assistant").last()
     )()
     assert (failed.status, failed.text) == ("failed", kept)
     await tab.send(message="second")
     await tab.until("Back to normal.")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     texts = await db_async(lambda: list(Entry.objects.filter(session=session).values_list("content__0__text", flat=True)))()  # fmt: skip
     assert texts[:2] == ["question 0", "answer 0"] and texts[-2:] == ["second", "Back to normal."]
     refreshed = await db_async(ChatSession.objects.get)(pk=session.pk)

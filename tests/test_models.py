@@ -7,8 +7,10 @@ import json
 import pytest
 from django.urls import reverse
 
-from sessions import runtime, session_file, store
+from sessions import session_file, store
+from sessions.generation import claims
 from sessions.models import ChatSession, Entry
+from sessions.partials import announce
 
 from .conftest import FAKE_MODEL, db_async, make_session
 from .fake_anthropic import Reply
@@ -108,7 +110,7 @@ def test_another_users_session_model_cannot_be_changed(client, owner, other_user
 
 def test_the_model_cannot_change_while_a_reply_is_generated(client, owner, settings):
     session = make_session(owner, model="local", exchanges=1)
-    assert runtime.claim(session.pk, "gen-1", "prompt", "channel")
+    assert claims.claim(session.pk, "gen-1", "prompt", "channel")
     client.force_login(owner)
     client.post(reverse("chat:model", args=[session.pk]), {"model": "local"})
     settings.ANTHROPIC_API_KEY = "k"
@@ -152,8 +154,8 @@ async def test_another_tab_sees_the_model_change(owner, open_tab, fake_anthropic
     last = (await db_async(store.get_branch)(session))[-1]
     _, tab = await open_tab(owner, session, after=last.pk)
     await tab.until('id="status"')
-    entry = await db_async(store.change_model)(session, FAKE_MODEL)
-    await db_async(runtime.announce_entry)(session.pk, entry)
+    entry = await db_async(session.change_model)(FAKE_MODEL)
+    await db_async(announce.entry)(session.pk, entry)
     html = await tab.until("Model changed to")
     assert f"Model changed to <code>{FAKE_MODEL}</code> (anthropic)" in html
     assert f'<option value="{FAKE_MODEL}" selected>' in html

@@ -27,7 +27,7 @@ def handed_off(owner, *, warnings=()):
     old.context_tokens = 12_345
     old.save()
     reply = store.get_branch(old)[-1]
-    new = store.hand_off(
+    new = handoff.new_session(
         old,
         from_entry=reply,
         content=handoff.wrap("## Goal\nShip it."),
@@ -54,11 +54,11 @@ def test_the_login_page_has_the_fields_outside_tools_use(client):
 
 def test_the_list_shows_only_my_sessions_newest_first(client_of, owner, other_user):
     mine_old = make_session(owner)
-    store.append_message(mine_old, "user", [{"type": "text", "text": "older work"}])
+    mine_old.append_message("user", [{"type": "text", "text": "older work"}])
     mine_new = make_session(owner)
-    store.append_message(mine_new, "user", [{"type": "text", "text": "newer work"}])
+    mine_new.append_message("user", [{"type": "text", "text": "newer work"}])
     theirs = make_session(other_user)
-    store.append_message(theirs, "user", [{"type": "text", "text": "secret work"}])
+    theirs.append_message("user", [{"type": "text", "text": "secret work"}])
     html = client_of(owner).get("/").content.decode()
     assert "New session" in html
     assert html.index("newer work") < html.index("older work")
@@ -164,8 +164,8 @@ def test_first_run_creates_an_account_and_says_how_to_sign_in(tmp_path, monkeypa
 def test_a_long_session_shows_its_latest_entries_and_loads_earlier_ones_on_demand(client_of, owner):
     session = make_session(owner)
     for i in range(225):  # 450 entries
-        store.append_message(session, "user", [{"type": "text", "text": f"q{i}"}])
-        store.append_message(session, "assistant", [{"type": "text", "text": f"a{i}"}])
+        session.append_message("user", [{"type": "text", "text": f"q{i}"}])
+        session.append_message("assistant", [{"type": "text", "text": f"a{i}"}])
     client = client_of(owner)
     html = client.get(session.get_absolute_url()).content.decode()
     assert html.count('<article id="entry-') == 200

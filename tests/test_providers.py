@@ -8,9 +8,11 @@ import logging
 
 import pytest
 
-from sessions.providers import ProviderError, StreamEnd, TextDelta, get_provider
+from sessions.agent.provider import provider_for
+from sessions.offline import OfflineModel, respond
+from sessions.providers import ProviderError, StreamEnd, TextDelta
 from sessions.providers.anthropic import AnthropicProvider
-from sessions.providers.local import LocalProvider, respond
+from sessions.providers.local import LocalProvider
 
 from .conftest import FAKE_MODEL
 from .fake_anthropic import Reply
@@ -32,7 +34,7 @@ async def test_claude_streams_text_deltas_then_usage(fake_anthropic):
     events = await collect(anthropic_provider(fake_anthropic))
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Hello there world"
     assert events[-1] == StreamEnd(events[-1].usage, "end_turn")
-    assert events[-1].usage.input_tokens == 42
+    assert events[-1].usage.input == 42
     request = fake_anthropic.requests[-1]
     assert request["path"] == "/v1/messages"
     assert request["json"]["model"] == FAKE_MODEL
@@ -111,17 +113,17 @@ async def test_cancelling_the_consumer_closes_the_connection_the_server_sees(fak
 
 def test_the_default_model_is_offline_without_a_key(settings):
     settings.AGENTWEB_MODEL = "local"
-    assert isinstance(get_provider("local"), LocalProvider)
+    assert isinstance(provider_for("local"), LocalProvider)
 
 
 @pytest.mark.asyncio
 async def test_the_offline_model_streams_deterministically_in_many_tokens():
-    first = await collect(LocalProvider(token_delay=0))
-    second = await collect(LocalProvider(token_delay=0))
+    first = await collect(LocalProvider(OfflineModel(), token_delay=0))
+    second = await collect(LocalProvider(OfflineModel(), token_delay=0))
     assert first == second
     deltas = [e for e in first if isinstance(e, TextDelta)]
     assert len(deltas) > 10
-    assert isinstance(first[-1], StreamEnd) and first[-1].usage.output_tokens > 0
+    assert isinstance(first[-1], StreamEnd) and first[-1].usage.output > 0
 
 
 def test_the_offline_model_writes_requested_sections_from_the_conversation():
@@ -151,9 +153,10 @@ async def test_the_offline_model_reads_a_long_history_off_the_event_loop(caplog,
     from bench.make_session import generate
     from sessions import context
     from sessions.models import Entry
-    from sessions.session_file import _entry, _parse
+    from sessions.session_file.importing import _entry
+    from sessions.session_file.reading import parse
 
-    rows = list(_parse(generate()))  # 2 MB
+    rows = list(parse(generate()))  # 2 MB
     entries = [_entry(None, number, line) for number, line in rows[1:]]  # type: ignore[arg-type]
     messages = context.build_context([e for e in entries if isinstance(e, Entry)])
     context.add_to_context(messages, "user", "## Goal\n## Next Steps\nWrite the document.")
@@ -168,7 +171,10 @@ async def test_the_offline_model_reads_a_long_history_off_the_event_loop(caplog,
     gc.freeze()
     try:
         with caplog.at_level(logging.WARNING, logger="asyncio"):
-            reply = [event async for event in LocalProvider(token_delay=0).stream(messages)]
+            reply = [
+                event
+                async for event in LocalProvider(OfflineModel(), token_delay=0).stream(messages)
+            ]
     finally:
         gc.unfreeze()
     assert reply and isinstance(reply[-1], StreamEnd)

@@ -9,7 +9,8 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from sessions import runtime
+from sessions import generation
+from sessions.generation import claims
 from sessions.models import ChatSession, Entry
 
 from .conftest import FAKE_MODEL, db_async, make_session
@@ -62,7 +63,7 @@ async def test_an_interrupted_session_accepts_a_new_prompt_and_records_the_inter
     await tab.until("interrupted")
     await tab.send(message="are you there?")
     await tab.until("Hello from the fake model.")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     kinds = await db_async(
         lambda: list(Entry.objects.filter(session=session).values_list("kind", "custom_type"))
     )()
@@ -95,7 +96,7 @@ async def test_a_generation_whose_claim_is_taken_over_stops_and_writes_nothing_m
     html = await tab.until("This generation stopped")
     assert "This generation stopped: another server process took the session over." in html
     assert await asyncio.to_thread(fake_anthropic.wait_for_disconnect, 5)
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert await db_async(assistant_texts)(session) == [("complete", "", "answer 0")]
 
 
@@ -111,10 +112,10 @@ async def test_failed_renewals_are_retried_and_a_claim_taken_over_ends_its_lease
             raise outcome
         return outcome
 
-    keeper = runtime.Leases(renew, lambda: 0.3)
+    keeper = claims.Leases(renew, lambda: 0.3)
     a, b = keeper.hold("a"), keeper.hold("b")
-    assert await a == runtime.LOST  # the fourth renewal found "a" held by someone else
-    assert await b == runtime.LOST
+    assert await a == claims.LOST  # the fourth renewal found "a" held by someone else
+    assert await b == claims.LOST
     assert asked[0] == ["a", "b"]  # one renewal for every generation of the process
 
 
@@ -124,7 +125,7 @@ async def test_a_lease_that_cannot_be_renewed_in_time_ends_before_it_runs_out():
         raise OSError("database is gone")
 
     started = asyncio.get_running_loop().time()
-    assert await runtime.Leases(renew, lambda: 0.5).hold("a") == runtime.UNRENEWABLE
+    assert await claims.Leases(renew, lambda: 0.5).hold("a") == claims.UNRENEWABLE
     assert asyncio.get_running_loop().time() - started < 0.5  # before another may claim it
 
 
@@ -151,7 +152,7 @@ async def test_a_streaming_reply_is_saved_as_it_goes_and_cleared_when_it_ends(
     assert (saved.partial_text, saved.partial_model) == ("token0 token1 ", FAKE_MODEL)
     fake_anthropic.release()
     await tab.until("entry--assistant status--complete")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert (await db_async(ChatSession.objects.get)(pk=session.pk)).partial_text == ""
 
 
@@ -160,7 +161,7 @@ def test_taking_over_a_dead_claim_keeps_the_reply_it_was_streaming(owner):
     ChatSession.objects.filter(pk=session.pk).update(
         partial_text="Half of the answer", partial_model="claude-x"
     )
-    assert runtime.claim(session.pk, "new", "prompt", "channel")
+    assert claims.claim(session.pk, "new", "prompt", "channel")
     *_, kept, note = Entry.objects.filter(session=session).order_by("id")
     assert (kept.role, kept.text, kept.status, kept.error, kept.model) == (
         "assistant", "Half of the answer", "aborted", "interrupted", "claude-x",

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from sessions import runtime
+from sessions import generation
 from sessions.models import Entry
 
 from .conftest import db_async, make_session
@@ -44,7 +44,7 @@ async def test_a_tab_opened_mid_stream_shows_the_text_so_far_without_gap_or_dupl
     frames = []
     frames.append(await second.until("token59 "))  # it keeps streaming to the end
     final = await second.until("entry--assistant status--complete")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     reply = await db_async(lambda: Entry.objects.filter(session=session).last())()
     assert live_text(frames) == reply.text  # exactly: no gap, no duplicate
     assert "token10 " in frames[0].split('hx-swap-oob="beforeend"')[0]  # came in the snapshot
@@ -63,7 +63,7 @@ async def test_two_tabs_both_stream_and_either_can_cancel(owner, fake_anthropic,
     await second.send(action="cancel")
     await first.until("Cancelled")
     await second.until("Cancelled")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     reply = await db_async(lambda: Entry.objects.filter(session=session).last())()
     assert reply.status == Entry.Status.ABORTED
     # Cancelling never cuts a delta short: both tabs saw exactly the text that was kept.
@@ -77,6 +77,6 @@ async def test_a_tab_that_closes_does_not_stop_the_generation(owner, fake_anthro
     await tab.send(message="go")
     await tab.until("token1 ")
     await tab.close()
-    await runtime.wait_idle()
+    await generation.wait_idle()
     reply = await db_async(lambda: Entry.objects.filter(session=session).last())()
     assert reply.status == Entry.Status.COMPLETE and reply.text.endswith("token29 ")

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from sessions import search, session_file, store
+from sessions import search, session_file
+from sessions.templatetags.agentweb import marked
 
 from .conftest import make_session
 
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 
 def say(session, text: str, role: str = "user") -> int:
-    return store.append_message(session, role, [{"type": "text", "text": text}]).pk
+    return session.append_message(role, [{"type": "text", "text": text}]).pk
 
 
 def test_words_of_the_json_around_messages_find_nothing(client, owner):
@@ -45,7 +46,7 @@ def test_text_in_any_script_is_found(owner, written, query):
     hits = search.find(owner, query)
     assert [hit.entry_id for hit in hits] == [entry_id]
     assert f"<mark>{written[written.lower().index(query.lower()) :][: len(query)]}</mark>" in (
-        hits[0].snippet
+        marked(hits[0].snippet)
     )
 
 
@@ -77,7 +78,7 @@ def test_a_result_on_another_branch_offers_to_switch_to_it(client, owner):
     session = make_session(owner)
     question = say(session, "How do I parse TOML?")
     hit = say(session, "Use the zanzibar parser.", role="assistant")
-    store.move_leaf(session, question)  # regenerated: the session goes on from another answer
+    session.move_leaf(question)  # regenerated: the session goes on from another answer
     say(session, "Use tomllib.", role="assistant")
     client.force_login(owner)
     [found] = search.find(owner, "zanzibar")

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from sessions import care, store
+from sessions import content, handoff, store
 from sessions.models import ChatSession, Entry
 
 from .conftest import make_session
@@ -19,31 +19,31 @@ pytestmark = pytest.mark.django_db
 
 def test_a_title_is_cut_at_a_word_boundary_with_an_ellipsis():
     text = "Please look at the failing build: the config lives in src/settings.py and the tests"
-    title = store.title_from(text)
+    title = content.title_from(text)
     assert title == "Please look at the failing build: the config lives in src/settings.py and the…"
-    assert len(title) <= store.TITLE_LENGTH
+    assert len(title) <= content.TITLE_LENGTH
 
 
 def test_a_short_first_line_is_the_whole_title_and_blank_lines_are_skipped():
-    assert store.title_from("\n\n   Fix   the\tlogin  \nsecond line") == "Fix the login"
+    assert content.title_from("\n\n   Fix   the\tlogin  \nsecond line") == "Fix the login"
 
 
 def test_markdown_marks_at_the_start_of_the_first_line_are_not_part_of_the_title():
-    assert store.title_from("## Plan for the migration") == "Plan for the migration"
-    assert store.title_from("- [ ] Read the config\n- [x] Install deps") == "Read the config"
-    assert store.title_from("> 1. Quoted step") == "Quoted step"
-    assert store.title_from("#hashtag stays") == "#hashtag stays"
-    assert store.title_from("- ") == "-"  # nothing but marks: kept as written
+    assert content.title_from("## Plan for the migration") == "Plan for the migration"
+    assert content.title_from("- [ ] Read the config\n- [x] Install deps") == "Read the config"
+    assert content.title_from("> 1. Quoted step") == "Quoted step"
+    assert content.title_from("#hashtag stays") == "#hashtag stays"
+    assert content.title_from("- ") == "-"  # nothing but marks: kept as written
 
 
 def test_a_single_word_longer_than_a_title_is_cut_where_it_must():
-    title = store.title_from("x" * 300)
-    assert title == "x" * (store.TITLE_LENGTH - 1) + "…"
+    title = content.title_from("x" * 300)
+    assert title == "x" * (content.TITLE_LENGTH - 1) + "…"
 
 
 def test_the_first_message_names_the_session_by_whole_words(owner):
     session = make_session(owner)
-    store.append_message(session, "user", [{"type": "text", "text": "word " * 40}])
+    session.append_message("user", [{"type": "text", "text": "word " * 40}])
     session.refresh_from_db()
     assert session.title.endswith("word…")
     assert "wor…" not in session.title
@@ -51,11 +51,11 @@ def test_the_first_message_names_the_session_by_whole_words(owner):
 
 def chain_of_three(owner):
     first = make_session(owner, exchanges=1)
-    store.append_message(first, "user", [{"type": "text", "text": "Port the parser"}])
+    first.append_message("user", [{"type": "text", "text": "Port the parser"}])
     sessions = [first]
     for _ in range(2):
-        reply = store.append_message(sessions[-1], "assistant", [{"type": "text", "text": "doc"}])
-        sessions.append(store.hand_off(sessions[-1], from_entry=reply, content="doc", data={}))
+        reply = sessions[-1].append_message("assistant", [{"type": "text", "text": "doc"}])
+        sessions.append(handoff.new_session(sessions[-1], from_entry=reply, content="doc", data={}))
     return sessions
 
 
@@ -102,7 +102,7 @@ def test_a_pinned_session_leads_the_list_until_it_is_unpinned(client, owner):
 def test_an_archived_session_leaves_the_list_but_search_still_finds_it(client, owner):
     client.force_login(owner)
     session = titled(owner, "Parser port")
-    store.append_message(session, "user", [{"type": "text", "text": "the zanzibar config"}])
+    session.append_message("user", [{"type": "text", "text": "the zanzibar config"}])
     client.post(f"/sessions/{session.pk}/archive/")
     assert listed_titles(client) == []
     assert "Archived (1)" in client.get("/").content.decode()
@@ -117,7 +117,7 @@ def test_an_archived_session_leaves_the_list_but_search_still_finds_it(client, o
 def test_a_deleted_session_is_gone_from_everywhere_until_it_is_restored(client, owner):
     client.force_login(owner)
     session = titled(owner, "Secret plans")
-    store.append_message(session, "user", [{"type": "text", "text": "the zanzibar config"}])
+    session.append_message("user", [{"type": "text", "text": "the zanzibar config"}])
     response = client.post(f"/sessions/{session.pk}/delete/")
     assert response.url == "/"
     page = client.get("/").content.decode()
@@ -148,7 +148,7 @@ def test_a_whole_chain_is_deleted_and_restored_together(client, owner):
 def test_after_the_undo_time_a_deleted_session_is_purged_with_its_entries(client, owner, settings):
     client.force_login(owner)
     session = titled(owner, "Old")
-    care.delete(session)
+    session.soft_delete()
     ChatSession.objects.filter(pk=session.pk).update(
         deleted_at=timezone.now() - timedelta(seconds=settings.AGENTWEB_UNDO_DELETE_SECONDS + 1)
     )
@@ -174,7 +174,7 @@ def test_another_users_session_cannot_be_pinned_archived_deleted_or_restored(
     client.force_login(owner)
     for action in ("pin", "archive", "delete", "delete-chain"):
         assert client.post(f"/sessions/{theirs.pk}/{action}/").status_code == 404
-    care.delete(theirs)
+    theirs.soft_delete()
     assert client.post(f"/sessions/{theirs.pk}/restore/").status_code == 404
     assert ChatSession.objects.get(pk=theirs.pk).deleted_at is not None
     assert ChatSession.objects.get(pk=theirs.pk).pinned is False

@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from sessions import handoff, session_file, store
 from sessions.models import ChatSession, Entry
+from sessions.session_file import reading
 
 from .conftest import make_session
 
@@ -26,17 +27,17 @@ def signed_in(client, owner):
 
 def handed_off_session(owner) -> ChatSession:
     old = make_session(owner, exchanges=1)
-    reply = store.append_message(
-        old, "assistant", [{"type": "text", "text": "## Goal\nShip."}], data={"purpose": "handoff"}
+    reply = old.append_message(
+        "assistant", [{"type": "text", "text": "## Goal\nShip."}], data={"purpose": "handoff"}
     )
-    new = store.hand_off(
+    new = handoff.new_session(
         old, from_entry=reply, content=handoff.wrap("## Goal\nShip."), data={"warnings": []}
     )
-    store.append_message(new, "user", [{"type": "text", "text": "go on"}])
-    store.append_message(
-        new, "assistant", [{"type": "text", "text": "half"}], status="aborted", error="cancelled"
+    new.append_message("user", [{"type": "text", "text": "go on"}])
+    new.append_message(
+        "assistant", [{"type": "text", "text": "half"}], status="aborted", error="cancelled"
     )
-    store.append_custom(new, "interrupted", "A reply was interrupted.")
+    new.append_custom("interrupted", "A reply was interrupted.")
     return new
 
 
@@ -238,7 +239,7 @@ def test_an_imported_session_can_be_handed_off(owner):
 
 def test_reading_stops_at_the_size_limit():
     with pytest.raises(session_file.InvalidSessionFile):
-        session_file.read_lines(io.BytesIO(b"x"), session_file.MAX_IMPORT_BYTES + 1)
+        session_file.read_lines(io.BytesIO(b"x"), reading.MAX_IMPORT_BYTES + 1)
 
 
 def test_a_file_with_more_entries_than_the_limit_is_refused(signed_in, owner, settings):
@@ -261,7 +262,7 @@ def test_the_cycle_check_looks_each_parent_up_once_however_long_the_chain():
     keys = [f"{i:08x}" for i in range(5_000)]
     parent_of = CountingDict({key: keys[i - 1] if i else None for i, key in enumerate(keys)})
     CountingDict.lookups = 0
-    session_file._check_acyclic(parent_of, {key: i + 2 for i, key in enumerate(keys)})
+    reading._check_acyclic(parent_of, {key: i + 2 for i, key in enumerate(keys)})
     assert CountingDict.lookups <= len(keys)  # the walk from each entry stops at known ground
 
 
@@ -290,7 +291,7 @@ def test_a_long_chain_with_a_loop_at_its_end_names_the_line_of_the_loop(owner):
 def test_line_separators_inside_text_survive_export_and_import(signed_in, owner):
     text = "one\u2028two\u2029three\u0085four\r\nfive"
     session = make_session(owner)
-    store.append_message(session, "user", [{"type": "text", "text": text}])
+    session.append_message("user", [{"type": "text", "text": text}])
     exported = b"".join(chunk.encode() for chunk in session_file.export_jsonl(session))
     assert "\u2028".encode() not in exported and b"\\u2028" in exported
     assert exported.count(b"\n") == 2  # the header and one entry: one line each

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from sessions import store
+from sessions import context, store
 from sessions.models import Entry
 
 from .conftest import make_session
@@ -22,11 +22,11 @@ def test_the_branch_runs_from_the_root_to_the_leaf(owner):
 def test_the_branch_follows_the_leaf_not_insertion_order(owner):
     session = make_session(owner, exchanges=1)
     first_answer = store.get_branch(session)[-1]
-    store.append_message(session, "user", [{"type": "text", "text": "abandoned"}])
+    session.append_message("user", [{"type": "text", "text": "abandoned"}])
     # Move the leaf back and branch off from the first answer.
     session.leaf = first_answer
     session.save(update_fields=["leaf"])
-    store.append_message(session, "user", [{"type": "text", "text": "taken"}])
+    session.append_message("user", [{"type": "text", "text": "taken"}])
     assert [e.text for e in store.get_branch(session)] == ["question 0", "answer 0", "taken"]
 
 
@@ -38,8 +38,8 @@ def test_an_empty_session_has_an_empty_branch_and_context(owner):
 
 def test_a_custom_message_reaches_the_model_as_a_user_message(owner):
     session = make_session(owner)
-    store.append_custom_message(session, "handoff", "the document")
-    store.append_message(session, "assistant", [{"type": "text", "text": "ok"}])
+    session.append_custom_message("handoff", "the document")
+    session.append_message("assistant", [{"type": "text", "text": "ok"}])
     assert store.session_context(session) == [
         {"role": "user", "content": [{"type": "text", "text": "the document"}]},
         {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
@@ -48,9 +48,9 @@ def test_a_custom_message_reaches_the_model_as_a_user_message(owner):
 
 def test_context_joins_consecutive_messages_of_one_role_and_skips_empty_ones(owner):
     session = make_session(owner)
-    store.append_message(session, "user", [{"type": "text", "text": "one"}])
-    store.append_message(session, "assistant", [], status=Entry.Status.ABORTED)
-    store.append_message(session, "user", [{"type": "text", "text": "two"}])
+    session.append_message("user", [{"type": "text", "text": "one"}])
+    session.append_message("assistant", [], status=Entry.Status.ABORTED)
+    session.append_message("user", [{"type": "text", "text": "two"}])
     assert store.session_context(session) == [
         {
             "role": "user",
@@ -61,12 +61,11 @@ def test_context_joins_consecutive_messages_of_one_role_and_skips_empty_ones(own
 
 def test_an_image_reaches_the_model_as_a_placeholder_and_a_label_not_at_all(owner):
     session = make_session(owner)
-    store.append_message(
-        session,
+    session.append_message(
         "user",
         [{"type": "image", "data": "…", "mimeType": "image/png"}, {"type": "text", "text": "look"}],
     )
-    store._append(session, kind=Entry.Kind.LABEL, data={"label": "x"})
+    session.append(kind=Entry.Kind.LABEL, data={"label": "x"})
     assert store.session_context(session) == [
         {"role": "user", "content": [{"type": "text", "text": "[image: image/png]\nlook"}]}
     ]
@@ -74,10 +73,8 @@ def test_an_image_reaches_the_model_as_a_placeholder_and_a_label_not_at_all(owne
 
 def test_the_first_line_of_the_first_user_message_titles_the_session(owner):
     session = make_session(owner)
-    store.append_message(
-        session, "user", [{"type": "text", "text": "\nFix the  login bug\nDetails"}]
-    )
-    store.append_message(session, "user", [{"type": "text", "text": "Another"}])
+    session.append_message("user", [{"type": "text", "text": "\nFix the  login bug\nDetails"}])
+    session.append_message("user", [{"type": "text", "text": "Another"}])
     session.refresh_from_db()
     assert session.title == "Fix the login bug"
 
@@ -108,7 +105,7 @@ def test_a_branch_of_ten_thousand_entries_costs_a_bounded_number_of_queries(
 
     with django_assert_max_num_queries(2):
         branch = store.get_branch(session)
-        context = store.build_context(branch)
+        messages = context.build_context(branch)
     assert len(branch) == 10_000
-    assert len(context) == 10_000
-    assert context[-1]["content"][0]["text"] == "message 9999"
+    assert len(messages) == 10_000
+    assert messages[-1]["content"][0]["text"] == "message 9999"

@@ -8,9 +8,9 @@ import asyncio
 
 import pytest
 
-from sessions import runtime
+from sessions import generation
+from sessions.blocks import Blocks
 from sessions.models import Entry
-from sessions.rendering import Blocks
 
 from .conftest import db_async, make_session
 from .fake_anthropic import Reply
@@ -69,7 +69,7 @@ async def test_headings_and_lists_arrive_rendered_before_the_reply_ends(
     assert "entry--assistant status--complete" not in sent  # all of it while streaming
     fake_anthropic.release()
     await tab.until("entry--assistant status--complete")
-    await runtime.wait_idle()
+    await generation.wait_idle()
 
 
 @pytest.mark.asyncio
@@ -91,7 +91,7 @@ async def test_a_tab_that_joins_mid_reply_gets_the_finished_blocks_rendered(
     assert '<div id="live-text" class="plain">open tail</div>' in snapshot
     fake_anthropic.release()
     await second.until("entry--assistant status--complete")
-    await runtime.wait_idle()
+    await generation.wait_idle()
 
 
 @pytest.mark.asyncio
@@ -103,7 +103,7 @@ async def test_no_payload_of_the_xss_corpus_streams_out_as_markup(owner, fake_an
     _, tab = await open_tab(owner, session)
     await tab.send(message="x")
     await tab.until("entry--assistant status--complete")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     streamed = [frame for frame in tab.received if "live-blocks" in frame or "live-text" in frame]
     assert any('id="live-blocks" hx-swap-oob="beforeend"' in frame for frame in streamed)
     assert [found for frame in streamed for found in dangerous(frame)] == []

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from sessions import runtime, session_file, store
+from sessions import generation, session_file, store
 from sessions.models import ChatSession, Entry
 
 from .conftest import db_async, make_session
@@ -31,7 +31,7 @@ async def test_slash_thinking_sets_the_level_and_claude_gets_the_budget(
     assert 'class="entry entry--thinking_level_change' in html
     await tab.send(message="Plan the migration")
     await tab.until("Thought it through.</p>")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     body = fake_anthropic.requests[-1]["json"]
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 24_576}
     assert body["max_tokens"] > 24_576
@@ -48,7 +48,7 @@ async def test_with_thinking_off_no_thinking_is_asked_for(owner, fake_anthropic,
     _, tab = await open_tab(owner, session)
     await tab.send(message="Hello")
     await tab.until("Plain.</p>")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert "thinking" not in fake_anthropic.requests[-1]["json"]
 
 
@@ -58,7 +58,7 @@ async def test_thinking_streams_folded_above_the_reply_and_is_kept_with_it(
     owner, fake_anthropic, open_tab
 ):
     session = await db_async(make_session)(owner)
-    await db_async(store.change_thinking)(session, "low")
+    await db_async(session.change_thinking)("low")
     fake_anthropic.enqueue(
         Reply(
             chunks=["The answer", " is 42."],
@@ -74,7 +74,7 @@ async def test_thinking_streams_folded_above_the_reply_and_is_kept_with_it(
     fake_anthropic.release()
     html = await tab.until("The answer is 42.</p>")
     assert '<details class="thinking"><summary>Thinking</summary>' in html
-    await runtime.wait_idle()
+    await generation.wait_idle()
     reply = (await db_async(store.get_branch)(session))[-1]
     assert reply.content == [
         {
@@ -91,7 +91,7 @@ async def test_thinking_streams_folded_above_the_reply_and_is_kept_with_it(
 @pytest.mark.django_db(transaction=True)
 async def test_a_tab_that_joins_mid_reply_sees_the_thinking_so_far(owner, fake_anthropic, open_tab):
     session = await db_async(make_session)(owner)
-    await db_async(store.change_thinking)(session, "medium")
+    await db_async(session.change_thinking)("medium")
     fake_anthropic.enqueue(Reply(chunks=["Done."], thinking=["Weighing options."], hold_after=0))
     _, tab = await open_tab(owner, session)
     await tab.send(message="Think")
@@ -100,7 +100,7 @@ async def test_a_tab_that_joins_mid_reply_sees_the_thinking_so_far(owner, fake_a
     html = await late.until('id="live-thinking"')
     assert '<div id="live-thinking" class="plain">Weighing options.</div>' in html
     fake_anthropic.release()
-    await runtime.wait_idle()
+    await generation.wait_idle()
 
 
 @pytest.mark.asyncio
@@ -124,14 +124,14 @@ async def test_slash_thinking_alone_tells_the_level_and_a_wrong_one_is_refused(
 @pytest.mark.django_db(transaction=True)
 async def test_the_offline_model_ignores_the_level_and_says_so(owner, open_tab):
     session = await db_async(make_session)(owner, model="local")
-    await db_async(store.change_thinking)(session, "high")
+    await db_async(session.change_thinking)("high")
     _, tab = await open_tab(owner, session)
     await tab.send(message="Hello offline")
     html = await tab.until("entry--assistant status--complete")
     assert (
         "The offline model does not think before it replies: it ignores the thinking level." in html
     )
-    await runtime.wait_idle()
+    await generation.wait_idle()
 
 
 @pytest.mark.django_db
@@ -157,9 +157,9 @@ def test_the_page_picker_sets_the_level_for_every_tab(client, owner):
 def test_the_level_follows_the_branch_and_survives_export_and_import(owner):
     session = make_session(owner, exchanges=1)
     before = store.get_branch(session)[-1]
-    store.change_thinking(session, "high")
-    store.append_message(session, "user", [{"type": "text", "text": "think hard"}])
+    session.change_thinking("high")
+    session.append_message("user", [{"type": "text", "text": "think hard"}])
     lines = "".join(session_file.export_jsonl(session)).splitlines()
     assert session_file.import_jsonl(owner, lines).thinking_level == "high"
-    store.move_leaf(session, before.pk)  # back before the change
+    session.move_leaf(before.pk)  # back before the change
     assert level_of(session) == "off"

@@ -9,7 +9,7 @@ import asyncio
 import pytest
 from django.urls import reverse
 
-from sessions import runtime, titles
+from sessions import generation, titles
 from sessions.models import ChatSession, Preferences
 
 from .conftest import db_async, make_session
@@ -60,7 +60,7 @@ async def test_the_first_reply_is_followed_by_a_generated_title(
     await tab.until("Reading TOML with tomllib</h1>")
     shown = "".join(tab.received)
     assert shown.index("without installing anything…</h1>") < shown.index("tomllib</h1>")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert await db_async(title_of)(session) == "Reading TOML with tomllib"
     reply, title = (request["json"] for request in fake_anthropic.requests)
     assert reply["model"] != "claude-cheap-test"
@@ -80,10 +80,10 @@ async def test_only_the_first_reply_asks_for_a_title(owner, fake_anthropic, open
     _, tab = await open_tab(owner, session)
     await tab.send(message="Count with me")
     await tab.until("Counting</h1>")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     await tab.send(message="Go on")
     await tab.until("Two.</p>")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert [r["json"]["model"] for r in fake_anthropic.requests].count("claude-cheap-test") == 1
 
 
@@ -97,7 +97,7 @@ async def test_without_the_preference_no_title_is_asked_for(
     _, tab = await open_tab(owner, session)
     await tab.send(message=QUESTION)
     await tab.until("Use tomllib.</p>")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert len(fake_anthropic.requests) == 1
     assert await db_async(title_of)(session) == CUT
 
@@ -110,7 +110,7 @@ async def test_the_offline_model_keeps_the_cut_title(owner, fake_anthropic, open
     _, tab = await open_tab(owner, session)
     await tab.send(message=QUESTION)
     await tab.until("offline model")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert fake_anthropic.requests == []
     assert await db_async(title_of)(session) == CUT
 
@@ -133,7 +133,7 @@ async def test_the_chat_goes_on_while_the_title_is_written(
     assert await db_async(title_of)(session) != "TOML in Python"
     fake_anthropic.release()
     await tab.until("TOML in Python</h1>")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert await db_async(title_of)(session) == "TOML in Python"
 
 
@@ -149,7 +149,7 @@ async def test_a_rename_while_the_title_is_written_wins(
     await async_client.aforce_login(owner)
     await async_client.post(reverse("chat:rename", args=[session.pk]), {"title": "Config loading"})
     fake_anthropic.release()
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert await db_async(title_of)(session) == "Config loading"
 
 
@@ -162,7 +162,7 @@ async def test_cancel_stops_the_title_call(owner, fake_anthropic, open_tab, titl
     assert await asyncio.to_thread(fake_anthropic.wait_for_hold)
     await tab.send(action="cancel")
     assert await asyncio.to_thread(fake_anthropic.wait_for_disconnect)
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert await db_async(title_of)(session) == CUT
 
 
@@ -177,7 +177,7 @@ async def test_a_failed_title_call_leaves_the_cut_title_and_says_nothing(
         open_tab,
         Reply(mode="status", status=529, error_type="overloaded_error"),
     )
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert len(fake_anthropic.requests) == 2
     assert await db_async(title_of)(session) == CUT
     while not await tab.ws.receive_nothing(timeout=0.3):
@@ -221,7 +221,7 @@ async def test_a_first_reply_that_called_tools_gets_a_title_too(
     _, tab = await open_tab(owner, session)
     await tab.send(message=QUESTION)
     await tab.until("TOML in Python</h1>")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     title_request = fake_anthropic.requests[-1]["json"]
     assert title_request["model"] == "claude-cheap-test"
     assert "tools" not in title_request

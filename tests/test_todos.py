@@ -13,7 +13,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from sessions import runtime, session_file, store, todos
+from sessions import generation, handoff, session_file, store, todos
+from sessions.agent.tools import record_result
 from sessions.forms import TodoEditForm
 from sessions.models import ChatSession, Entry
 from sessions.todos import Todo
@@ -68,20 +69,17 @@ def state_of(session: ChatSession) -> list[Todo]:
 def model_sets(session: ChatSession, items: list[Todo], call_id: str = "toolu_1") -> None:
     """The model's todo_write, stored as the agent stores it."""
     arguments = {"todos": todos.as_dicts(items)}
-    store.append_message(
-        session,
+    session.append_message(
         "assistant",
         [{"type": "toolCall", "id": call_id, "name": "todo_write", "arguments": arguments}],
     )
-    store.append_tool_result(
-        session, call_id, "todo_write", todos.result_text(items), details=arguments
-    )
+    record_result(session, call_id, "todo_write", todos.result_text(items), details=arguments)
 
 
 def a_planned_session(owner) -> ChatSession:
     """A session whose model set PLANNED in reply to its first message."""
     session = make_session(owner)
-    store.append_message(session, "user", [{"type": "text", "text": "Plan it"}])
+    session.append_message("user", [{"type": "text", "text": "Plan it"}])
     model_sets(session, PLANNED)
     return session
 
@@ -90,23 +88,23 @@ def a_planned_session(owner) -> ChatSession:
 @pytest.mark.django_db
 def test_the_list_follows_the_branch(owner):
     session = make_session(owner)
-    question = store.append_message(session, "user", [{"type": "text", "text": "Plan it"}])
+    question = session.append_message("user", [{"type": "text", "text": "Plan it"}])
     model_sets(session, PLANNED)
     assert state_of(session) == PLANNED
 
-    store.move_leaf(session, question.pk)  # another branch from the question
+    session.move_leaf(question.pk)  # another branch from the question
     assert state_of(session) == []
-    store.append_todos(session, [Todo("Something else")], "user")
+    todos.append_list(session, [Todo("Something else")], "user")
     assert state_of(session) == [Todo("Something else")]
 
-    store.switch_branch(session, store.siblings(store.get_branch(session)[-1]).previous)
+    session.switch_branch(store.siblings(store.get_branch(session)[-1]).previous)
     assert state_of(session) == PLANNED
 
 
 @pytest.mark.django_db
 def test_an_error_result_leaves_the_list_as_it_was(owner):
     session = a_planned_session(owner)
-    store.append_tool_result(session, "toolu_2", "todo_write", "The todo list was not changed")
+    record_result(session, "toolu_2", "todo_write", "The todo list was not changed")
     Entry.objects.filter(pk=store.get_branch(session)[-1].pk).update(
         data={"message": {"toolCallId": "toolu_2", "toolName": "todo_write", "isError": True}}
     )
@@ -116,7 +114,7 @@ def test_an_error_result_leaves_the_list_as_it_was(owner):
 @pytest.mark.django_db
 def test_the_list_round_trips_through_export_and_import(owner):
     session = a_planned_session(owner)
-    store.append_todos(session, [*PLANNED, Todo("Tell the team")], "user")
+    todos.append_list(session, [*PLANNED, Todo("Tell the team")], "user")
     exported = "".join(session_file.export_jsonl(session))
     lines = [json.loads(line) for line in exported.splitlines()]
     custom = [line for line in lines if line["type"] == "custom"]
@@ -128,7 +126,7 @@ def test_the_list_round_trips_through_export_and_import(owner):
 
     imported = session_file.import_jsonl(owner, exported.splitlines())
     assert state_of(imported) == [*PLANNED, Todo("Tell the team")]
-    store.move_leaf(imported, store.get_branch(imported)[-2].pk)  # before the user's edit
+    imported.move_leaf(store.get_branch(imported)[-2].pk)  # before the user's edit
     assert state_of(imported) == PLANNED
 
 
@@ -147,7 +145,7 @@ async def test_a_tool_call_updates_the_list_and_the_model_goes_on(owner, fake_an
     assert "3 open of 3" not in html  # one item is done
     assert "2 open of 3" in html  # the panel, live
     assert 'value="Rewrite the parser"' in html
-    await runtime.wait_idle()
+    await generation.wait_idle()
 
     first, second = (request["json"] for request in fake_anthropic.requests)
     assert [tool["name"] for tool in first["tools"]] == ["todo_write"]
@@ -195,10 +193,10 @@ async def test_the_context_after_the_loop_is_the_one_a_fresh_build_gives(
     _, tab = await open_tab(owner, session)
     await tab.send(message="Plan the work")
     await tab.until("On it.</p>")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     await tab.send(message="And now?")
     await tab.until("Still on it.</p>")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     sent = fake_anthropic.requests[-1]["json"]["messages"]
     fresh = await db_async(store.session_context)(
         await db_async(ChatSession.objects.get)(pk=session.pk)
@@ -223,7 +221,7 @@ async def test_malformed_input_gets_an_error_result_the_model_corrects(
     _, tab = await open_tab(owner, session)
     await tab.send(message="Plan the work")
     await tab.until("Fixed the list.</p>")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     results = [r["json"]["messages"][-1]["content"][0] for r in fake_anthropic.requests[1:]]
     assert results[0]["is_error"] is True
     assert results[0]["content"] == 'The input is not valid JSON: \'{"todos": [{"text": "Rewrite\''
@@ -251,7 +249,7 @@ async def test_cancel_in_the_middle_of_the_loop(owner, fake_anthropic, open_tab)
     await tab.send(action="cancel")
     assert await asyncio.to_thread(fake_anthropic.wait_for_disconnect)
     await tab.until("Cancelled")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert len(fake_anthropic.requests) == 2
     branch = await db_async(store.get_branch)(session)
     assert [(e.role, e.status) for e in branch] == [
@@ -274,7 +272,7 @@ async def test_the_loop_stops_at_its_bound(owner, fake_anthropic, open_tab, sett
     _, tab = await open_tab(owner, session)
     await tab.send(message="Plan forever")
     await tab.until("Stopped after 2 rounds of tool calls in one reply")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert len(fake_anthropic.requests) == 2
     branch = await db_async(store.get_branch)(session)
     assert [e.role or e.custom_type for e in branch] == [
@@ -311,7 +309,7 @@ async def test_the_reminder_comes_after_n_turns_and_resets_on_an_update(
     ]:
         await tab.send(message=message)
         await tab.until(f"{answer}</p>")
-        await runtime.wait_idle()
+        await generation.wait_idle()
     reminded = [
         "Reminder: 2 items of the todo list stayed open for 2 replies"
         in json.dumps(r["json"]["messages"][-1])
@@ -335,10 +333,10 @@ async def test_the_reminder_comes_after_n_turns_and_resets_on_an_update(
 @pytest.mark.django_db
 def test_a_handoff_resets_the_counter_and_seeds_the_list(owner):
     old = make_session(owner, exchanges=3)
-    store.append_message(old, "user", [{"type": "text", "text": "Plan it"}])
+    old.append_message("user", [{"type": "text", "text": "Plan it"}])
     model_sets(old, PLANNED)
     branch = store.get_branch(old)
-    new = store.hand_off(
+    new = handoff.new_session(
         old,
         from_entry=branch[-1],
         content=f"<handoff-context>\n{DOCUMENT}\n</handoff-context>",
@@ -367,7 +365,7 @@ async def test_after_a_handoff_the_new_session_has_the_documents_open_work(
     _, tab = await open_tab(owner, session)
     await tab.send(message="/handoff")
     await tab.until("data-url=")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     new = await db_async(lambda: ChatSession.objects.get(parent_session=session))()
     assert [todo.text for todo in await db_async(state_of)(new)] == [
         "Rewriting `src/parser.py` with tomllib",
@@ -385,7 +383,7 @@ async def test_after_a_handoff_the_new_session_has_the_documents_open_work(
     _, new_tab = await open_tab(owner, new)
     await new_tab.send(message="Go on")
     await new_tab.until("Ok.</p>")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert await db_async(state_of)(new) == PLANNED
 
 
@@ -399,7 +397,7 @@ async def test_the_offline_model_keeps_the_list_from_todo_lines_and_checklists(o
         message="Plan:\n- [ ] Read the config\n- [x] Install deps\ntodo: Write the parser"
     )
     html = await tab.until("Todo list updated. 3 items: 1 done, 2 pending.")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert "2 open of 3" in "".join(tab.received)
     assert await db_async(state_of)(session) == [
         Todo("Read the config"),
@@ -410,14 +408,14 @@ async def test_the_offline_model_keeps_the_list_from_todo_lines_and_checklists(o
 
     await tab.send(message="- [x] Read the config\n- [~] Write the parser")
     await tab.until("1 in progress")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert await db_async(state_of)(session) == [
         Todo("Read the config", "done"), Todo("Install deps", "done"),
         Todo("Write the parser", "in_progress"),
     ]  # fmt: skip
     await tab.send(message="No list in this one")
     await tab.until("No list in this one")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert len(await db_async(state_of)(session)) == 3
 
 
@@ -444,7 +442,7 @@ async def test_the_model_sees_the_users_edit_on_its_next_turn(
     _, tab = await open_tab(owner, session)
     await tab.send(message="Plan it")
     await tab.until("Planned.</p>")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     await async_client.aforce_login(owner)
     url = reverse("chat:todos", args=[session.pk])
     response = await async_client.post(
@@ -454,7 +452,7 @@ async def test_the_model_sees_the_users_edit_on_its_next_turn(
     await tab.until("1 open of 3")  # every tab's panel
     await tab.send(message="Go on")
     await tab.until("Ok.</p>")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     last = fake_anthropic.requests[-1]["json"]["messages"][-1]["content"]
     assert [block["text"] for block in last] == [
         "Go on",
@@ -485,7 +483,7 @@ def test_the_panel_edits_tick_add_remove_and_move(client, owner):
 @pytest.mark.django_db
 def test_a_bad_panel_post_changes_nothing_and_says_why(client, owner, other_user):
     session = make_session(owner)
-    store.append_todos(session, [Todo("Keep me")], "user")
+    todos.append_list(session, [Todo("Keep me")], "user")
     client.force_login(owner)
     url = reverse("chat:todos", args=[session.pk])
     htmx = {"HX-Request": "true"}
@@ -558,13 +556,13 @@ async def test_offline_the_list_carries_over_after_a_handoff(owner, open_tab):
         message="Plan:\n- [ ] Read the config\n- [x] Install deps\ntodo: Write the parser"
     )
     await tab.until("Todo list updated.")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     await tab.send(message="- [~] Read the config")
     await tab.until("1 in progress")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     await tab.send(message="/handoff")
     await tab.until("data-url=")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     old_branch = await db_async(store.get_branch)(session)
     request = next(e for e in old_branch if e.data.get("purpose") == "handoff" and e.role == "user")
     assert request.text.endswith(
@@ -591,7 +589,7 @@ async def test_cancel_before_the_call_is_complete_runs_no_tool(owner, fake_anthr
     assert await asyncio.to_thread(fake_anthropic.wait_for_hold)
     await tab.send(action="cancel")
     await tab.until("Cancelled")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     branch = await db_async(store.get_branch)(session)
     assert [(e.role, e.status) for e in branch] == [("user", "complete"), ("assistant", "aborted")]
     assert branch[-1].content == [{"type": "text", "text": "Planning"}]
@@ -600,7 +598,7 @@ async def test_cancel_before_the_call_is_complete_runs_no_tool(owner, fake_anthr
 
 
 def test_an_unknown_tool_or_bad_json_is_an_error_result_not_an_exception():
-    from sessions.agent import run_tool
+    from sessions.agent.tools import run_tool
     from sessions.providers import ToolCall
 
     unknown = run_tool(ToolCall("toolu_1", "bash", {"command": "ls"}))
@@ -624,14 +622,14 @@ async def test_with_thinking_the_loop_sends_the_signed_thinking_back(
     owner, fake_anthropic, open_tab
 ):
     session = await db_async(make_session)(owner)
-    await db_async(store.change_thinking)(session, "low")
+    await db_async(session.change_thinking)("low")
     thinking_call = Reply.tool("todo_write", PLAN)
     thinking_call.thinking, thinking_call.signature = ["Three steps."], "sig-1"
     fake_anthropic.enqueue(thinking_call, Reply.text("Planned."))
     _, tab = await open_tab(owner, session)
     await tab.send(message="Plan it")
     await tab.until("Planned.</p>")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     call = fake_anthropic.requests[1]["json"]["messages"][-2]
     assert call["content"][0] == {
         "type": "thinking",

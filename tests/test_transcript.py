@@ -8,7 +8,7 @@ import re
 import pytest
 
 from sessions import session_file, store, transcript
-from sessions.models import Entry
+from sessions.models import ChatSession, Entry
 
 from .test_context import version_3
 
@@ -62,15 +62,13 @@ def test_model_changes_and_branch_summaries_are_markers(page):
 
 
 def test_a_window_of_the_transcript_never_starts_with_a_tool_result(owner):
-    session = store.new_session(owner, model="local")
+    session = ChatSession.objects.create(owner=owner, model="local")
     for n in range(5):
-        store.append_message(
-            session,
+        session.append_message(
             "assistant",
             [{"type": "toolCall", "id": f"t{n}", "name": "read", "arguments": {"path": "a.py"}}],
         )
-        store.append_message(
-            session,
+        session.append_message(
             "toolResult",
             [{"type": "text", "text": f"result {n}"}],
             data={"message": {"toolCallId": f"t{n}", "toolName": "read"}},
@@ -79,20 +77,19 @@ def test_a_window_of_the_transcript_never_starts_with_a_tool_result(owner):
     assert transcript.start_of_window([e.role for e in branch], 3) == 2
     shown = transcript.window(store.branch_outline(session))["entries"]
     assert [e.role for e in shown] == ["assistant"] * 5
-    assert shown[-1].shown_blocks[0]["result"] == "result 4"
+    assert transcript.blocks(shown[-1])[0]["result"] == "result 4"
 
 
 def test_a_tool_result_whose_call_is_not_on_the_page_is_shown_on_its_own(owner):
-    session = store.new_session(owner, model="local")
-    store.append_message(
-        session,
+    session = ChatSession.objects.create(owner=owner, model="local")
+    session.append_message(
         "toolResult",
         [{"type": "text", "text": "orphan output"}],
         data={"message": {"toolCallId": "gone", "toolName": "grep", "isError": True}},
     )
     [entry] = transcript.fold(store.get_branch(session))
     assert entry.role == Entry.Role.TOOL_RESULT
-    block = entry.shown_blocks[0]
+    block = transcript.blocks(entry)[0]
     assert (block["line"], block["result"], block["error"]) == (
         "grep result",
         "orphan output",

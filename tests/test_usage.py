@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from sessions import runtime, session_file, store, usage
+from sessions import generation, handoff, session_file, usage
 from sessions.models import Entry
 
 from .conftest import FAKE_MODEL, db_async, make_session
@@ -48,7 +48,7 @@ async def test_a_reply_shows_its_tokens_and_cost_and_the_session_its_total(
     reply = await tab.until("entry--assistant status--complete")
     assert "1,200 in · 300 out · 10,000 from cache · $0.0111" in reply
     await tab.until("This session: 1,200 in · 300 out · 10,000 from cache · $0.0111")
-    await runtime.wait_idle()
+    await generation.wait_idle()
     await tab.send(message="again")
     await tab.until("1,000 in · 100 out · 2,000 to cache · $0.0120")
     # 0.0111 + (3,000 + 1,500 + 7,500) / 1,000,000
@@ -60,15 +60,13 @@ async def test_a_reply_shows_its_tokens_and_cost_and_the_session_its_total(
 @pytest.mark.django_db
 def test_a_chain_shows_its_total_across_handoffs_in_the_list(client, owner):
     first = make_session(owner, model=SONNET)
-    store.append_message(first, "user", [{"type": "text", "text": "Port the parser"}])
-    doc = store.append_message(
-        first, "assistant", [{"type": "text", "text": "doc"}], model=SONNET,
+    first.append_message("user", [{"type": "text", "text": "Port the parser"}])
+    doc = first.append_message("assistant", [{"type": "text", "text": "doc"}], model=SONNET,
         input_tokens=1_000_000, output_tokens=10_000,
     )  # fmt: skip
-    second = store.hand_off(first, from_entry=doc, content="doc", data={})
-    store.append_message(second, "user", [{"type": "text", "text": "go on"}])
-    store.append_message(
-        second, "assistant", [{"type": "text", "text": "done"}], model=SONNET,
+    second = handoff.new_session(first, from_entry=doc, content="doc", data={})
+    second.append_message("user", [{"type": "text", "text": "go on"}])
+    second.append_message("assistant", [{"type": "text", "text": "done"}], model=SONNET,
         input_tokens=200_000, output_tokens=20_000,
     )  # fmt: skip
     client.force_login(owner)
@@ -81,9 +79,8 @@ def test_a_chain_shows_its_total_across_handoffs_in_the_list(client, owner):
 @pytest.mark.django_db
 def test_cache_tokens_survive_export_and_import(owner):
     session = make_session(owner, model=SONNET)
-    store.append_message(session, "user", [{"type": "text", "text": "q"}])
-    store.append_message(
-        session, "assistant", [{"type": "text", "text": "a"}], model=SONNET,
+    session.append_message("user", [{"type": "text", "text": "q"}])
+    session.append_message("assistant", [{"type": "text", "text": "a"}], model=SONNET,
         input_tokens=5, output_tokens=6, cache_read_tokens=7, cache_write_tokens=8,
     )  # fmt: skip
     lines = [line.strip() for line in session_file.export_jsonl(session)]

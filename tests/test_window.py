@@ -13,7 +13,7 @@ import re
 import pytest
 
 from bench.make_session import generate
-from sessions import context, handoff, runtime, session_file, store, window
+from sessions import context, generation, handoff, session_file, store, window
 from sessions.context import Part
 from sessions.models import ChatSession, Entry
 from sessions.providers import catalog
@@ -105,7 +105,7 @@ def answer(body: dict) -> Reply:
 
 def long_session(owner, episodes: int = 20) -> ChatSession:
     session = session_file.import_jsonl(owner, generate(episodes=episodes, seed=3))
-    store.change_model(session, FAKE_MODEL)
+    session.change_model(FAKE_MODEL)
     return session
 
 
@@ -130,7 +130,7 @@ async def test_a_handoff_of_twice_the_window_succeeds_and_every_request_is_under
     await tab.send(message="/handoff")
     html = await tab.until("data-url=", timeout=60)
     assert "New session started with handoff context" in html
-    await runtime.wait_idle()
+    await generation.wait_idle()
 
     budget = catalog.spec(FAKE_MODEL).budget
     assert_every_request_fit(fake_anthropic, budget)
@@ -166,7 +166,7 @@ async def test_a_stretch_the_model_finds_too_long_is_split_and_taken_again(
     await tab.send(message="/handoff")
     html = await tab.until("data-url=", timeout=60)
     assert "New session started with handoff context" in html
-    await runtime.wait_idle()
+    await generation.wait_idle()
     statuses = [r["tokens"] + r["json"]["max_tokens"] > 5_500 for r in fake_anthropic.requests]
     assert any(statuses), "at least one request was refused as too long"
     notes = await db_async(lambda: list(Entry.objects.filter(session=session, custom_type="handoff_notes")))()  # fmt: skip
@@ -188,7 +188,7 @@ async def test_cancel_while_notes_stream_closes_the_connection_and_creates_nothi
     await tab.send(action="cancel")
     await tab.until("Handoff cancelled")
     assert await asyncio.to_thread(fake_anthropic.wait_for_disconnect, 5)
-    await runtime.wait_idle()
+    await generation.wait_idle()
     assert await db_async(ChatSession.objects.count)() == 1
     notes = await db_async(lambda: list(Entry.objects.filter(session=session, custom_type="handoff_notes")))()  # fmt: skip
     assert [n.status for n in notes] == ["aborted"] and notes[0].text.startswith("token0 token1")

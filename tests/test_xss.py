@@ -29,8 +29,8 @@ def gallery(owner) -> ChatSession:
     """A session with every payload as a user message and as an assistant's markdown."""
     session = make_session(owner, model="local")
     for payload in PAYLOADS:
-        store.append_message(session, "user", [{"type": "text", "text": payload}])
-        store.append_message(session, "assistant", [{"type": "text", "text": payload}])
+        session.append_message("user", [{"type": "text", "text": payload}])
+        session.append_message("assistant", [{"type": "text", "text": payload}])
     return session
 
 
@@ -99,7 +99,7 @@ def test_every_field_of_an_imported_file_is_inert(client, owner):
 
 def test_streamed_deltas_notices_titles_and_the_review_box_are_inert(owner):
     session = gallery(owner)
-    reply = store.append_message(session, "assistant", [{"type": "text", "text": "\n".join(PAYLOADS)}], data={"purpose": "handoff"})  # fmt: skip
+    reply = session.append_message("assistant", [{"type": "text", "text": "\n".join(PAYLOADS)}], data={"purpose": "handoff"})  # fmt: skip
     session.title = PAYLOADS[19]
     for payload in PAYLOADS:
         assert_inert(partials.delta(payload))
@@ -113,14 +113,14 @@ def test_streamed_deltas_notices_titles_and_the_review_box_are_inert(owner):
 def test_side_by_side_and_its_coverage_items_are_inert(client, owner):
     client.force_login(owner)
     old = imported(owner)
-    reply = store.append_message(old, "assistant", [{"type": "text", "text": "## Goal\n" + PAYLOADS[5]}], data={"purpose": "handoff"})  # fmt: skip
+    reply = old.append_message("assistant", [{"type": "text", "text": "## Goal\n" + PAYLOADS[5]}], data={"purpose": "handoff"})  # fmt: skip
     from sessions import coverage
 
     report = coverage.coverage(store.get_branch(old), "nothing", old.cwd)
     addendum = handoff.also_carried_over(
         report.salient_dropped or report.dropped(), len(report.items)
     )
-    new = store.hand_off(old, from_entry=reply, content=handoff.wrap(f"## Goal\n{PAYLOADS[0]}\n\n{addendum}"), data={"warnings": PAYLOADS[:3]})  # fmt: skip
+    new = handoff.new_session(old, from_entry=reply, content=handoff.wrap(f"## Goal\n{PAYLOADS[0]}\n\n{addendum}"), data={"warnings": PAYLOADS[:3]})  # fmt: skip
     html = client.get(reverse("chat:compare", args=[old.pk, new.pk])).content.decode()
     assert "What the handoff carried" in html
     assert_inert(html)
@@ -143,9 +143,7 @@ def test_exports_are_downloads_the_browser_does_not_render(client, owner):
 def test_an_entry_with_a_payload_in_its_custom_type_renders_inert(owner):
     session = make_session(owner, model="local")
     for payload in PAYLOADS:
-        entry = store.append_custom(
-            session, payload, payload, data={"part": payload, "parts": payload}
-        )
+        entry = session.append_custom(payload, payload, data={"part": payload, "parts": payload})
         assert_inert(partials.entry(entry))
         notes = Entry(pk=1, kind="custom", custom_type="handoff_notes", content=[{"type": "text", "text": payload}], data={"part": payload, "parts": payload, "round": 2})  # fmt: skip
         assert_inert(partials.entry(notes))

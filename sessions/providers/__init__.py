@@ -1,9 +1,11 @@
-"""Model providers: `anthropic` (Claude through the SDK) and `local` (offline)."""
+"""Model providers, the network edge: `anthropic` (Claude through the SDK), `local` (the offline
+model's words, streamed), and one for a model this server cannot run.
+
+They depend on nothing above the provider protocol (base.py): what a provider needs comes in
+as arguments (`sessions.agent.provider` chooses and builds the provider of a session).
+"""
 
 from __future__ import annotations
-
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
 
 from django.conf import settings
 
@@ -16,7 +18,6 @@ from .base import (
     TextDelta,
     ThinkingDelta,
     ToolCall,
-    Usage,
 )
 from .catalog import LOCAL, ModelSpec
 
@@ -25,28 +26,14 @@ __all__ = [
     "ModelSpec",
     "Provider",
     "ProviderError",
+    "ProviderEvent",
     "StreamEnd",
     "TextDelta",
     "ThinkingDelta",
     "ToolCall",
-    "Usage",
     "claude",
-    "get_provider",
     "label_for",
 ]
-
-
-def get_provider(model: str) -> Provider:
-    """The provider for a session's model: `local`, an offered Claude model, or one that
-    explains why the model cannot run here."""
-    if not catalog.is_offered(model):
-        return UnavailableProvider(model)
-    spec = catalog.spec(model)
-    if model == LOCAL:
-        from .local import LocalProvider
-
-        return LocalProvider(token_delay=settings.AGENTWEB_LOCAL_TOKEN_DELAY, spec=spec)
-    return claude(model, max_tokens=spec.max_output, stall_seconds=settings.AGENTWEB_STALL_SECONDS)
 
 
 def claude(model: str, *, max_tokens: int, stall_seconds: float) -> Provider:
@@ -73,28 +60,3 @@ def warm_up() -> None:
 
 def label_for(model: str) -> str:
     return catalog.spec(model).label if model else ""
-
-
-class UnavailableProvider(Provider):
-    """A model this server does not offer: every call fails with the reason, in plain words."""
-
-    def __init__(self, model: str) -> None:
-        self.model = model
-        self.spec = catalog.spec(model)
-
-    async def stream(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        system: str | None = None,
-        max_tokens: int | None = None,
-        thinking_budget: int = 0,
-        tools: Sequence[dict[str, Any]] = (),
-    ) -> AsyncIterator[ProviderEvent]:
-        raise ProviderError(catalog.unavailable_reason(self.model), kind="unavailable")
-        yield  # an async generator that fails at its first step
-
-    async def count_tokens(
-        self, messages: list[dict[str, Any]], *, system: str | None = None
-    ) -> int:
-        raise ProviderError(catalog.unavailable_reason(self.model), kind="unavailable")

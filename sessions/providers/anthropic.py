@@ -6,11 +6,13 @@ import asyncio
 import json
 import weakref
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 import anthropic
 import httpx2
 
+from ..tokens import Usage
 from . import catalog
 from .base import (
     Provider,
@@ -20,7 +22,6 @@ from .base import (
     TextDelta,
     ThinkingDelta,
     ToolCall,
-    Usage,
 )
 from .catalog import ModelSpec
 
@@ -58,76 +59,54 @@ class AnthropicProvider(Provider):
         thinking_budget: int = 0,
         tools: Sequence[dict[str, Any]] = (),
     ) -> AsyncIterator[ProviderEvent]:
-        extra: dict[str, Any] = {"system": system} if system else {}
-        if tools:
-            extra["tools"] = list(tools)
-        output = max_tokens or self.max_tokens
-        if thinking_budget:  # the budget is part of max_tokens, which must exceed it
-            extra["thinking"] = {"type": "enabled", "budget_tokens": thinking_budget}
-            output += thinking_budget
+        request = self._request(messages, system, max_tokens, thinking_budget, tools)
         client = self._client()
-        input_tokens = output_tokens = cache_read = cache_write = 0
-        stop_reason: str | None = None
-        stopped = False
-        calls: dict[int, tuple[str, str, list[str]]] = {}  # tool_use blocks: id, name, JSON
+        reading = _Reading()
         try:
             # The raw event stream, not `messages.stream()`: that helper rebuilds a snapshot
             # of the whole message and a second event for every delta, which costs a third
             # of the SDK's time per event. Only text, usage and the stop reason are needed.
-            events = await client.messages.create(
-                model=self.model,
-                max_tokens=output,
-                messages=cast(Any, messages),
-                stream=True,
-                **extra,
-            )
+            events = await client.messages.create(**request, stream=True)
             async with events:
                 async for event in events:
-                    if event.type == "content_block_delta":
-                        delta = event.delta
-                        if delta.type == "text_delta" and delta.text:
-                            yield TextDelta(delta.text)
-                        elif delta.type == "thinking_delta" and delta.thinking:
-                            yield ThinkingDelta(delta.thinking)
-                        elif delta.type == "signature_delta":
-                            yield ThinkingDelta("", signature=delta.signature)
-                        elif delta.type == "input_json_delta" and event.index in calls:
-                            calls[event.index][2].append(delta.partial_json)
-                    elif event.type == "content_block_start":
-                        block = event.content_block
-                        if block.type == "tool_use":
-                            calls[event.index] = (block.id, block.name, [])
-                    elif event.type == "content_block_stop" and event.index in calls:
-                        yield _tool_call(*calls.pop(event.index))
-                    elif event.type == "message_start":
-                        usage = event.message.usage
-                        input_tokens, output_tokens = usage.input_tokens, usage.output_tokens
-                        cache_read = usage.cache_read_input_tokens or 0
-                        cache_write = usage.cache_creation_input_tokens or 0
-                    elif event.type == "message_delta":
-                        output_tokens = event.usage.output_tokens
-                        input_tokens = event.usage.input_tokens or input_tokens
-                        stop_reason = event.delta.stop_reason or stop_reason
-                    elif event.type == "message_stop":
-                        stopped = True
-                if not stopped:
+                    if event.type == "content_block_delta" and event.delta.type == "text_delta":
+                        if event.delta.text:  # the one event of most of a reply: read here
+                            yield TextDelta(event.delta.text)
+                    elif (taken := reading.take(event)) is not None:
+                        yield taken
+                if not reading.stopped:
                     raise ProviderError(
                         "network connection lost: the stream ended before the reply did",
                         kind="network",
                     )
-        except anthropic.APIStatusError as error:
-            raise _status_error(error, self.spec) from error
-        except (anthropic.APITimeoutError, httpx2.TimeoutException) as error:
-            raise ProviderError(
-                f"the model sent nothing for {self.stall_seconds:g} s: timed out", kind="timeout"
-            ) from error
-        except (anthropic.APIConnectionError, httpx2.TransportError) as error:
-            raise ProviderError(f"network connection lost ({error})", kind="network") from error
         except anthropic.AnthropicError as error:
-            raise ProviderError(str(error) or type(error).__name__, kind="api") from error
-        yield StreamEnd(
-            Usage(input_tokens, output_tokens, cache_read, cache_write), stop_reason or "end_turn"
-        )
+            raise _failure(error, self.spec, self.stall_seconds) from error
+        except httpx2.TransportError as error:  # a dropped body is not the SDK's own error
+            raise _failure(error, self.spec, self.stall_seconds) from error
+        yield StreamEnd(reading.usage, reading.stop_reason or "end_turn")
+
+    def _request(
+        self,
+        messages: list[dict[str, Any]],
+        system: str | None,
+        max_tokens: int | None,
+        thinking_budget: int,
+        tools: Sequence[dict[str, Any]],
+    ) -> dict[str, Any]:
+        """The Messages API request's arguments, stream aside."""
+        request: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": max_tokens or self.max_tokens,
+            "messages": cast(Any, messages),
+        }
+        if system:
+            request["system"] = system
+        if tools:
+            request["tools"] = list(tools)
+        if thinking_budget:  # the budget is part of max_tokens, which must exceed it
+            request["thinking"] = {"type": "enabled", "budget_tokens": thinking_budget}
+            request["max_tokens"] += thinking_budget
+        return request
 
     async def count_tokens(
         self, messages: list[dict[str, Any]], *, system: str | None = None
@@ -139,10 +118,10 @@ class AnthropicProvider(Provider):
             counted = await client.messages.count_tokens(
                 model=self.model, messages=cast(Any, messages), **extra
             )
-        except anthropic.APIStatusError as error:
-            raise _status_error(error, self.spec) from error
-        except (anthropic.APIConnectionError, httpx2.TransportError) as error:
-            raise ProviderError(f"network connection lost ({error})", kind="network") from error
+        except anthropic.AnthropicError as error:
+            raise _failure(error, self.spec, self.stall_seconds) from error
+        except httpx2.TransportError as error:
+            raise _failure(error, self.spec, self.stall_seconds) from error
         return counted.input_tokens
 
     def _client(self) -> anthropic.AsyncAnthropic:
@@ -155,6 +134,65 @@ class AnthropicProvider(Provider):
         if not self.client_options["api_key"]:
             raise ProviderError(catalog.unavailable_reason(self.model), kind="auth")
         return shared_client(**self.client_options)
+
+
+class _Reading:
+    """What a stream's events other than text say: thinking, tool calls, usage, the stop."""
+
+    def __init__(self) -> None:
+        self.usage = Usage()
+        self.stop_reason: str | None = None
+        self.stopped = False  # message_stop came: the reply is whole
+        self.calls: dict[int, tuple[str, str, list[str]]] = {}  # tool_use blocks: id, name, JSON
+
+    def take(self, event: Any) -> ProviderEvent | None:
+        """The provider event this stream event makes, if any."""
+        kind = event.type
+        if kind == "content_block_delta":
+            return self._delta(event.index, event.delta)
+        if kind == "content_block_start" and event.content_block.type == "tool_use":
+            self.calls[event.index] = (event.content_block.id, event.content_block.name, [])
+        elif kind == "content_block_stop" and event.index in self.calls:
+            return _tool_call(*self.calls.pop(event.index))
+        elif kind == "message_start":
+            usage = event.message.usage
+            self.usage = Usage(
+                input=usage.input_tokens,
+                output=usage.output_tokens,
+                cache_read=usage.cache_read_input_tokens or 0,
+                cache_write=usage.cache_creation_input_tokens or 0,
+            )
+        elif kind == "message_delta":
+            used = event.usage
+            self.usage = replace(
+                self.usage, input=used.input_tokens or self.usage.input, output=used.output_tokens
+            )
+            self.stop_reason = event.delta.stop_reason or self.stop_reason
+        elif kind == "message_stop":
+            self.stopped = True
+        return None
+
+    def _delta(self, index: int, delta: Any) -> ProviderEvent | None:
+        if delta.type == "thinking_delta" and delta.thinking:
+            return ThinkingDelta(delta.thinking)
+        if delta.type == "signature_delta":
+            return ThinkingDelta("", signature=delta.signature)
+        if delta.type == "input_json_delta" and index in self.calls:
+            self.calls[index][2].append(delta.partial_json)
+        return None
+
+
+def _failure(error: Exception, spec: ModelSpec, stall_seconds: float) -> ProviderError:
+    """The SDK's (or its HTTP client's) error, named as a person reads it."""
+    if isinstance(error, anthropic.APIStatusError):
+        return _status_error(error, spec)
+    if isinstance(error, anthropic.APITimeoutError | httpx2.TimeoutException):
+        return ProviderError(
+            f"the model sent nothing for {stall_seconds:g} s: timed out", kind="timeout"
+        )
+    if isinstance(error, anthropic.APIConnectionError | httpx2.TransportError):
+        return ProviderError(f"network connection lost ({error})", kind="network")
+    return ProviderError(str(error) or type(error).__name__, kind="api")
 
 
 def _tool_call(call_id: str, name: str, parts: list[str]) -> ToolCall:

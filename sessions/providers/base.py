@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..context import estimate_tokens, message_tokens
+from ..tokens import Usage, estimate_tokens, message_tokens
 
 if TYPE_CHECKING:
     from .catalog import ModelSpec
@@ -35,14 +35,6 @@ class ToolCall:
     name: str
     arguments: Any
     raw: str = ""
-
-
-@dataclass(frozen=True)
-class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
 
 
 @dataclass(frozen=True)

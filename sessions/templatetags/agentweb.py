@@ -6,15 +6,17 @@ from typing import Any
 from django import template
 from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.utils.formats import date_format
-from django.utils.html import format_html
+from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timezone import localtime
 
-from .. import handoff, usage
+from .. import handoff, transcript, usage
 from ..coverage import Coverage, Item
 from ..models import Entry
 from ..providers import label_for
 from ..rendering import render_markdown
+from ..search import Snippet
+from ..tokens import Usage
 
 register = template.Library()
 
@@ -25,6 +27,24 @@ def markdown(text: str) -> SafeString:
 
 
 @register.filter
+def shown_blocks(entry: Entry) -> list[dict[str, Any]]:
+    """The entry's content as the page shows it (tool work and thinking folded)."""
+    return transcript.blocks(entry)
+
+
+@register.filter
+def marked(snippet: Snippet) -> SafeString:
+    """A search result's words around the match, the match marked."""
+    return mark_safe(  # noqa: S308 - every part is escaped
+        ("…" if snippet.cut_before else "")
+        + escape(snippet.before)
+        + (f"<mark>{escape(snippet.match)}</mark>" if snippet.match else "")
+        + escape(snippet.after)
+        + ("…" if snippet.cut_after else "")
+    )
+
+
+@register.filter
 def reply_usage(entry: Entry) -> str:
     """A reply's tokens and cost: `1,200 in · 300 out · $0.0081` (cache reads and writes when
     there were any); empty when the model reported none."""
@@ -32,7 +52,7 @@ def reply_usage(entry: Entry) -> str:
 
 
 @register.filter
-def usage_line(used: usage.Usage) -> str:
+def usage_line(used: Usage) -> str:
     if not used.tokens:
         return ""
     parts = [f"{used.input:,} in", f"{used.output:,} out"]

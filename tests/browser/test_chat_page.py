@@ -83,12 +83,10 @@ def test_typing_a_slash_shows_the_command_menu(signed_in):
 def test_a_long_session_loads_earlier_entries_on_demand(signed_in, server_url):
     from django.contrib.auth.models import User
 
-    from sessions import store
-
     from ..conftest import make_session
 
     session = make_session(User.objects.get(username="walker"), model="local", exchanges=110)
-    store.append_message(session, "user", [{"type": "text", "text": "the latest"}])
+    session.append_message("user", [{"type": "text", "text": "the latest"}])
     page = signed_in
     page.goto(f"{server_url}{session.get_absolute_url()}")
     expect(page.locator("#transcript article")).to_have_count(200)

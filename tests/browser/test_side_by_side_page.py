@@ -8,8 +8,6 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
-from sessions import store
-
 from ..conftest import make_session
 from .conftest import ARTIFACTS
 
@@ -25,10 +23,8 @@ def handed_off(signed_in, server_url):
         "Fix src/parser.py so it never raises KeyError: 'id'",
         "We decided to use tomllib instead.",
     ):
-        store.append_message(session, "user", [{"type": "text", "text": text}])
-        store.append_message(
-            session, "assistant", [{"type": "text", "text": "Noted, taking 850 ms now."}]
-        )
+        session.append_message("user", [{"type": "text", "text": text}])
+        session.append_message("assistant", [{"type": "text", "text": "Noted, taking 850 ms now."}])
     page.goto(f"{server_url}{session.get_absolute_url()}")
     page.get_by_label("Message").fill("/handoff")
     page.get_by_label("Message").press("Enter")

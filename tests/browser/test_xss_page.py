@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
-from sessions import store
+from sessions import handoff
 from sessions.models import ChatSession, Preferences
 
 from ..conftest import make_session
@@ -42,13 +42,12 @@ def test_no_payload_runs_anywhere_text_is_shown(signed_in, server_url, dialogs):
     for payload in PAYLOADS[:20]:
         ChatSession.objects.filter(pk=make_session(walker, model="local").pk).update(title=payload)
     old = imported(walker)
-    reply = store.append_message(
-        old,
+    reply = old.append_message(
         "assistant",
         [{"type": "text", "text": "\n".join(PAYLOADS)}],
         data={"purpose": "handoff"},
     )
-    new = store.hand_off(old, from_entry=reply, content="\n".join(PAYLOADS), data={"warnings": PAYLOADS[:5]})  # fmt: skip
+    new = handoff.new_session(old, from_entry=reply, content="\n".join(PAYLOADS), data={"warnings": PAYLOADS[:5]})  # fmt: skip
 
     visit(page, f"{server_url}/")
     visit(page, f"{server_url}{stored.get_absolute_url()}")

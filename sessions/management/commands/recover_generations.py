@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from sessions.runtime import recover_interrupted
+from sessions.generation import recover_interrupted
 
 
 class Command(BaseCommand):

@@ -14,14 +14,15 @@ from django.template.loader import render_to_string
 from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
 
-from . import thinking
-from .models import ChatSession, Entry
-from .providers import catalog
-from .rendering import Blocks, render_markdown
-from .store import branch_outline
-from .todos import Todo
-from .transcript import window
-from .usage import Usage
+from .. import thinking
+from ..blocks import Blocks
+from ..models import ChatSession, Entry
+from ..providers import catalog
+from ..rendering import render_markdown
+from ..status import StatusLine
+from ..store import branch_outline
+from ..todos import Todo
+from ..transcript import window
 
 PAGE = "sessions/session.html"
 
@@ -101,39 +102,30 @@ def blocks_closed(markdown: str, tail: str) -> str:
     )
 
 
-def status(session: ChatSession, **state: Any) -> str:
-    return render_to_string(f"{PAGE}#status", {**status_context(session, **state), "oob": True})
+def status(session: ChatSession, line: StatusLine) -> str:
+    return render_to_string(f"{PAGE}#status", {**status_context(session, line), "oob": True})
 
 
-def status_context(
-    session: ChatSession,
-    *,
-    generating: bool = False,
-    generation_kind: str = "",
-    generation_started_at: Any = None,
-    queued: int = 0,
-    interrupted: bool = False,
-    context_before: int | None = None,
-    session_usage: Usage | None = None,
-) -> dict[str, Any]:
+def status_context(session: ChatSession, line: StatusLine) -> dict[str, Any]:
+    """What the status line's partial reads: the line, and the session's model and window."""
     spec = catalog.spec(session.model)
     share = session.context_tokens / spec.window if spec.window else 0.0
     offered = catalog.is_offered(session.model)
     return {
         "session": session,
-        "generating": generating,
-        "generation_kind": generation_kind,
-        "generation_started_at": generation_started_at,
-        "queued": queued,
-        "interrupted": interrupted,
-        "context_before": context_before,
-        "session_usage": session_usage or Usage(),
+        "generating": line.generating,
+        "generation_kind": line.generation_kind,
+        "generation_started_at": line.generation_started_at,
+        "queued": line.queued,
+        "interrupted": line.interrupted,
+        "context_before": line.context_before,
+        "session_usage": line.session_usage,
         "window": spec.window,
         "context_percent": round(share * 100),
-        "suggest_handoff": share >= settings.AGENTWEB_HANDOFF_SUGGEST_AT and not generating,
+        "suggest_handoff": share >= settings.AGENTWEB_HANDOFF_SUGGEST_AT and not line.generating,
         "models": catalog.offered(),
         "thinking_levels": thinking.LEVELS,
-        "thinks": not catalog.spec(session.model).is_local,
+        "thinks": not spec.is_local,
         "model_offered": offered,
         "model_problem": "" if offered else catalog.unavailable_reason(session.model),
     }
@@ -152,12 +144,6 @@ def notice(text: str, level: str = "info") -> str:
 
 def redirect(url: str) -> str:
     return format_html('<div id="redirect" hidden hx-swap-oob="true" data-url="{}"></div>', url)
-
-
-def lineage(session: ChatSession, children: list[ChatSession]) -> str:
-    return render_to_string(
-        f"{PAGE}#lineage", {"session": session, "children": children, "oob": True}
-    )
 
 
 def composer_text(text: str) -> str:

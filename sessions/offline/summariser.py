@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import todos
-from ..context import BRANCH_SUMMARY_PREFIX, COMPACTION_PREFIX, block_texts
-from ..coverage import KIND_LABELS, SALIENT, Piece, normalise, rank_pieces
+from ..content import block_texts
+from ..context import BRANCH_SUMMARY_PREFIX, COMPACTION_PREFIX
+from ..coverage import SALIENT, rank_pieces
+from ..items import KIND_LABELS, Piece, normalise
 
 SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
 FOCUS = re.compile(r"^Additional focus:\s*(.+)$", re.MULTILINE)

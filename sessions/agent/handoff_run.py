@@ -1,0 +1,242 @@
+"""One `/handoff` run (SPEC §2): the request, fitted to the model's window (with notes when the
+session is too long), the document (H6), the coverage guard and its amendment round, and the
+switch to the new session (H8–H10, B6).
+
+A run is an object with explicit state: `stage` says which step it is at, and `cancelled`
+that the user asked it to stop. A cancel aborts whatever streams now, and no later step runs:
+a cancelled handoff's partial document never reaches a new session (B11).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from channels.db import database_sync_to_async
+
+from .. import context, coverage, handoff, store, todos, window
+from ..context import USER
+from ..coverage import Item
+from ..handoff import StructureReport
+from ..models import ChatSession, Entry, Preferences
+from ..providers import Provider, ProviderError
+from ..tokens import estimate_tokens
+from .handoff_notes import Notes
+from .streamer import Prepared, Streamer
+
+log = logging.getLogger(__name__)
+
+
+class HandoffCancelled(Exception):
+    def __init__(self) -> None:
+        super().__init__(handoff.CANCELLED)
+
+
+class HandoffFailed(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"Handoff failed: {reason}")
+        self.reason = reason
+
+
+@dataclass
+class HandoffResult:
+    document: str
+    report: StructureReport
+    reply: Entry
+    new_session: ChatSession | None = None  # None while the user reviews the document (B14)
+
+
+class Agent(Protocol):
+    """What a run needs of its agent: the normal prompt path (H5) and its streamer."""
+
+    session: ChatSession
+    provider: Provider
+    generation_id: str
+    streamer: Streamer
+
+    async def emit(self, type_: str, **fields: Any) -> None: ...
+
+    async def prompt(
+        self,
+        text: str,
+        expand_prompt_templates: bool = True,
+        *,
+        purpose: str = "",
+        prepare: Callable[[], Awaitable[Prepared]] | None = None,
+        user: Entry | None = None,
+    ) -> Entry | None: ...
+
+
+class HandoffRun:
+    def __init__(self, agent: Agent, focus: str = "") -> None:
+        self.agent = agent
+        self.focus = focus
+        self.stage = "starting"  # then request, notes, document, guard, amendment, switch
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        """Stop the run: what streams now is aborted, and no later step runs."""
+        self.cancelled = True
+        self.agent.streamer.abort()
+
+    async def run(self) -> HandoffResult:
+        """Generate the document and switch to a new session seeded with it only (unless the
+        user reviews it first, B14). Raises NothingToHandOff (H3: the guard, kept here
+        only), HandoffCancelled or HandoffFailed."""
+        session = self.agent.session
+        branch = await database_sync_to_async(store.get_branch)(session)
+        handoff.check_guard(store.count_messages(branch))
+        todo_list = (await database_sync_to_async(todos.state)(session)).todos
+        prompt_text = handoff.build_prompt(self.focus, todos.for_handoff(todo_list))
+        context_before = session.context_tokens
+        self.stage = "request"
+        reply = await self.agent.prompt(
+            prompt_text,
+            expand_prompt_templates=False,
+            purpose="handoff",
+            prepare=lambda: self._request(branch, prompt_text, context_before),
+        )
+        reply, document = self._document_of(reply)
+        reply, document = await self._guard(branch, reply, document)
+        result = HandoffResult(document, handoff.check_structure(document), reply)
+        if await database_sync_to_async(_preference)(session, "review_handoff"):
+            return result
+        self._go_on("switch")
+        try:
+            result.new_session = await switch(session, reply, document, self.agent.generation_id)
+        except Exception as exc:
+            log.exception("handoff switch failed in session %s", session.pk)
+            raise await switch_failed(session, exc) from exc
+        return result
+
+    def _go_on(self, stage: str) -> None:
+        if self.cancelled:
+            raise HandoffCancelled
+        self.stage = stage
+
+    async def _request(
+        self, branch: list[Entry], prompt_text: str, context_before: int
+    ) -> Prepared:
+        """The handoff's request, made to fit the model's window (see window.py)."""
+        provider = self.agent.provider
+        record: dict[str, Any] = {"context_before": context_before}
+        try:
+            plan = await window.fit(context.context_parts(branch), prompt_text, provider)
+            notes = ""
+            if plan.chunks:
+                self.stage = "notes"
+                notes = await Notes(self.agent.session, self.agent.streamer, self.agent.emit).take(
+                    plan, prompt_text
+                )
+        except ProviderError as error:
+            return Prepared(data={"handoff": record}, failure=error.reason)
+        self.stage = "document"
+        record.update(fitted=plan.report(), budget=provider.spec.budget)
+        if plan.report():
+            record["sent_tokens"] = plan.size(prompt_text, notes)
+        intro = handoff.notes_intro(notes, len(plan.chunks), provider.spec.label)
+        return Prepared(
+            messages=plan.messages(prompt_text, intro if notes else ""),
+            data={"handoff": record, **({"fitted": True} if plan.report() else {})},
+        )
+
+    def _document_of(self, reply: Entry | None) -> tuple[Entry, str]:
+        """The document a handoff reply holds (H6), or why there is none.
+
+        A cancel of the run, or an abort of the reply (a lost claim), means cancelled: an
+        aborted reply's partial document never reaches a new session (B11).
+        """
+        if reply is None or self.cancelled or reply.status == Entry.Status.ABORTED:
+            raise HandoffCancelled
+        if reply.status == Entry.Status.FAILED:
+            raise HandoffFailed(reply.error)
+        document = handoff.extract_document([reply])
+        if not document.strip():
+            raise HandoffFailed(handoff.NO_TEXT)
+        return reply, document
+
+    async def _guard(self, branch: list[Entry], reply: Entry, document: str) -> tuple[Entry, str]:
+        """Before the switch: the salient items the document dropped are carried over anyway.
+
+        By default agentweb appends them in a section of its own. With the preference, and
+        Claude, the model gets one more streamed round to work them in; whatever it still
+        leaves out is appended. Returns the reply the document comes from, and the document.
+        """
+        self._go_on("guard")
+        session = self.agent.session
+        report = await asyncio.to_thread(coverage.coverage, branch, document, session.cwd)
+        before, dropped, amended = report.summary(), report.salient_dropped, False
+        amend = dropped and not self.agent.provider.spec.is_local
+        if amend and await database_sync_to_async(_preference)(session, "amend_handoff"):
+            self._go_on("amendment")
+            reply, document = await self._amend(document, dropped)
+            report = await asyncio.to_thread(coverage.coverage, branch, document, session.cwd)
+            dropped, amended = report.salient_dropped, True
+        addendum = handoff.also_carried_over(dropped, report.total_entries)
+        for item in dropped[: handoff.MAX_CARRIED_OVER]:
+            item.carried = True
+        record = {
+            "before": before,
+            "after": report.summary(),
+            "added": min(len(dropped), handoff.MAX_CARRIED_OVER),
+            "amended": amended,
+        }
+        await database_sync_to_async(_record_coverage)(reply, record)
+        return reply, f"{document}\n\n{addendum}" if addendum else document
+
+    async def _amend(self, document: str, dropped: list[Item]) -> tuple[Entry, str]:
+        """One streamed, cancellable round that asks the model to work dropped items in."""
+        request = handoff.amend_request(document, dropped)
+        only = [{"role": USER, "content": [{"type": "text", "text": request}]}]
+        reply = await self.agent.prompt(
+            request,
+            expand_prompt_templates=False,
+            purpose="handoff",
+            prepare=lambda: _prepared(only, {"amendment": True, "fitted": True}),
+        )
+        return self._document_of(reply)
+
+
+async def switch(
+    session: ChatSession, reply: Entry, document: str, generation_id: str = ""
+) -> ChatSession:
+    """Start the new session with the document (H9, H13), in one transaction (B6); a running
+    generation's claim moves with it."""
+    content = handoff.wrap(document)
+    record = reply.data.get("handoff", {})
+    data = {
+        "warnings": handoff.check_structure(document).warnings(),
+        "fitted": record.get("fitted", []),
+        "coverage": record.get("coverage", {}),
+        "context_tokens_before": record.get("context_before", session.context_tokens),
+        "context_tokens_after": estimate_tokens(content),
+    }
+    return await database_sync_to_async(handoff.new_session)(
+        session, from_entry=reply, content=content, data=data, generation_id=generation_id
+    )
+
+
+async def switch_failed(session: ChatSession, exc: Exception) -> HandoffFailed:
+    """A switch that raised created nothing (B6): say why, and keep a record of it (B13)."""
+    failed = HandoffFailed(str(exc) or type(exc).__name__)
+    await database_sync_to_async(session.append_custom)("handoff_failed", str(failed))
+    return failed
+
+
+def _preference(session: ChatSession, name: str) -> bool:
+    """The owner's yes/no preference ``name`` (off when they never saved any)."""
+    prefs = Preferences.objects.filter(user_id=session.owner_id).first()
+    return bool(prefs and getattr(prefs, name))
+
+
+def _record_coverage(reply: Entry, record: dict[str, Any]) -> None:
+    """Keep the coverage before and after on the reply the document comes from."""
+    reply.data = {**reply.data, "handoff": {**reply.data.get("handoff", {}), "coverage": record}}
+    Entry.objects.filter(pk=reply.pk).update(data=reply.data)
+
+
+async def _prepared(messages: list[dict[str, Any]], data: dict[str, Any]) -> Prepared:
+    return Prepared(messages=messages, data=data)

@@ -1,0 +1,327 @@
+"""The reply streamer: one model call streamed into a reply, saved as it streams (so a crash
+keeps it) and when it ends, and stopped by an abort wherever it is.
+
+An abort cancels the task that consumes the provider's stream, which closes the model's
+connection (the anthropic SDK closes its socket when its stream is left). Whatever happens,
+the text so far is kept: a cancelled reply is saved as aborted, a failed one as failed (B11).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from .. import handoff, thinking
+from ..context import ASSISTANT
+from ..models import ChatSession, Entry
+from ..providers import Provider, ProviderError, StreamEnd, TextDelta, ThinkingDelta, ToolCall
+from ..store import siblings
+from ..tokens import Usage
+from .events import Emit
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Reply:
+    """A reply as it streams in."""
+
+    parts: list[str] = field(default_factory=list)  # the deltas: joined once, not per delta
+    length: int = 0
+    usage: Usage = field(default_factory=Usage)
+    error_kind: str = ""
+    thinking: list[str] = field(default_factory=list)
+    signature: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    stop_reason: str = ""
+
+    def add(self, text: str) -> None:
+        self.parts.append(text)
+        self.length += len(text)
+
+    @property
+    def text(self) -> str:
+        if len(self.parts) > 1:
+            self.parts[:] = ["".join(self.parts)]
+        return self.parts[0] if self.parts else ""
+
+    def content(self) -> list[dict[str, Any]]:
+        """The reply's blocks as stored (the reference agent's form): its thinking (if any),
+        its text, its tool calls."""
+        blocks: list[dict[str, Any]] = []
+        if self.thinking:
+            thought = {"type": "thinking", "thinking": "".join(self.thinking)}
+            blocks.append({**thought, "signature": self.signature} if self.signature else thought)
+        if self.text:
+            blocks.append({"type": "text", "text": self.text})
+        for call in self.tool_calls:
+            arguments = call.arguments if call.arguments is not None else call.raw
+            blocks.append(
+                {"type": "toolCall", "id": call.id, "name": call.name, "arguments": arguments}
+            )
+        return blocks
+
+    def request_message(self) -> dict[str, Any]:
+        """The reply as the Messages API takes it back within the tool loop."""
+        blocks: list[dict[str, Any]] = []
+        if self.thinking and self.signature:
+            blocks.append(
+                {
+                    "type": "thinking",
+                    "thinking": "".join(self.thinking),
+                    "signature": self.signature,
+                }
+            )
+        if self.text:
+            blocks.append({"type": "text", "text": self.text})
+        for call in self.tool_calls:
+            arguments = call.arguments if isinstance(call.arguments, dict) else {}
+            blocks.append(
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": arguments}
+            )
+        return {"role": ASSISTANT, "content": blocks}
+
+
+@dataclass
+class Prepared:
+    """What a reply is sent instead of the session's whole context, and what it records."""
+
+    messages: list[dict[str, Any]] | None = None  # None: the context as it is
+    data: dict[str, Any] = field(default_factory=dict)  # kept in the reply's entry
+    failure: str = ""  # set: the reply fails with this reason, unsent
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """How a stream ended: its status and error, and whether the task running it was
+    cancelled from outside (the caller raises CancelledError once the reply is kept)."""
+
+    status: str
+    error: str = ""
+    cancelled_from_outside: bool = False
+
+
+class Streamer:
+    """Streams replies from one provider for one agent, one at a time."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        emit: Emit,
+        remember: Callable[[Entry], None],
+        *,
+        on_delta: Callable[[str], None] | None = None,
+        on_thinking: Callable[[str], None] | None = None,
+        on_stream_end: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self.provider = provider
+        self.emit = emit
+        self.remember = remember  # a saved entry goes into the agent's context
+        # Streamed text goes here, synchronously (no task per delta), when given; else it is a
+        # message_update event for the listener.
+        self.on_delta = on_delta
+        self.on_thinking = on_thinking  # streamed thinking, as `on_delta` gets the text
+        # Called when a reply's stream ends, before the reply is saved: text `on_delta` holds
+        # back for its next batch goes out without waiting for the save.
+        self.on_stream_end = on_stream_end
+        self.active = False  # a turn is under way: an abort now stops it, streaming or not
+        self.aborted = False
+        self.abort_reason = "cancelled"
+        self.keep = True  # False once the session's claim is lost: write nothing more
+        self.purpose = ""  # what streams now (a reply: ""; handoff; handoff_notes)
+        self.stage = ""  # which step of it (a part of a handoff's notes)
+        self._task: asyncio.Task[None] | None = None
+        self._saver: asyncio.Task[None] | None = None  # saves the reply as it streams
+        self._more = asyncio.Event()  # enough new text to save before the interval is up
+        self._saved_chars = 0  # how much of the reply the last partial save kept
+
+    @property
+    def is_replying(self) -> bool:
+        """An assistant reply is streaming now."""
+        return self._task is not None
+
+    def begin(self) -> None:
+        """A turn starts: nothing aborted yet."""
+        self.active, self.aborted, self.abort_reason = True, False, "cancelled"
+
+    def end(self) -> None:
+        self.active = False
+
+    def abort(self, reason: str = "cancelled", *, keep: bool = True) -> bool:
+        """Stop the turn; the reply's partial text is kept as an aborted entry (unless `keep`
+        is False: the session is no longer this process's to write to). An abort that comes
+        before the reply starts streaming stops it from starting."""
+        if not self.active:
+            return False
+        self.aborted, self.abort_reason, self.keep = True, reason, keep
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        return True
+
+    async def reply(
+        self,
+        session: ChatSession,
+        purpose: str,
+        messages: list[dict[str, Any]],
+        prepared: Prepared,
+        *,
+        beside_others: bool = False,
+        tools: Sequence[dict[str, Any]] = (),
+    ) -> tuple[Reply, Entry]:
+        """Stream one reply to `messages` (or to what `prepared` sends instead) and save it (its
+        entry; unsaved if the claim was lost). `beside_others`: it stands beside the reply it
+        regenerates."""
+        reply = Reply()
+        self.purpose, self.stage = purpose, ""
+        await self.emit("message_start", role=Entry.Role.ASSISTANT, purpose=purpose)
+        # A reply thinks at the session's level; a handoff's document streams at once.
+        budget = 0 if purpose else thinking.budget(session.thinking_level)
+        to_send = messages if prepared.messages is None else prepared.messages
+        streamed = await self.stream(
+            session, reply, to_send, prepared.failure, thinking_budget=budget, tools=tools
+        )
+        if self.on_stream_end is not None:
+            await asyncio.shield(self.on_stream_end())
+        status, error = streamed.status, streamed.error
+        if status == Entry.Status.COMPLETE and not reply.text.strip() and not reply.tool_calls:
+            status, error = Entry.Status.FAILED, handoff.NO_TEXT
+        fields: dict[str, Any] = {
+            "status": status,
+            "error": error,
+            "model": self.provider.model,
+            "input_tokens": reply.usage.input,
+            "output_tokens": reply.usage.output,
+            "cache_read_tokens": reply.usage.cache_read,
+            "cache_write_tokens": reply.usage.cache_write,
+            "data": {**({"purpose": purpose} if purpose else {}), **prepared.data},
+        }
+        await self.settle_partial()
+        if not self.keep:  # the claim was lost: whoever took over keeps the saved partial
+            await self.emit("message_end", role=Entry.Role.ASSISTANT, purpose=purpose)
+            return reply, Entry(kind=Entry.Kind.MESSAGE, role=Entry.Role.ASSISTANT, **fields)
+        save = database_sync_to_async(_save_reply)(session, reply.content(), beside_others, fields)
+        entry = await asyncio.shield(save)  # the final save happens even when cancelled
+        self.remember(entry)
+        await self.emit("message_end", role=Entry.Role.ASSISTANT, entry=entry, purpose=purpose)
+        if streamed.cancelled_from_outside:
+            raise asyncio.CancelledError
+        return reply, entry
+
+    async def stream(
+        self,
+        session: ChatSession,
+        reply: Reply,
+        messages: list[dict[str, Any]],
+        failure: str = "",
+        max_tokens: int | None = None,
+        thinking_budget: int = 0,
+        tools: Sequence[dict[str, Any]] = (),
+    ) -> Streamed:
+        """Stream one model call into `reply`, as a task an abort can cancel. Whatever
+        happens, the text so far is in `reply` for the caller to keep."""
+        if failure:
+            return Streamed(Entry.Status.FAILED, failure)
+        self._task = asyncio.create_task(
+            self._consume(session, reply, messages, max_tokens, thinking_budget, tools)
+        )
+        if self.aborted:  # cancelled before the reply began
+            self._task.cancel()
+        try:
+            await self._task
+        except asyncio.CancelledError:
+            outside = not self.aborted or _current_task_cancelling()
+            reason = "interrupted" if outside else self.abort_reason
+            return Streamed(Entry.Status.ABORTED, reason, outside)
+        except ProviderError as exc:
+            reply.error_kind = exc.kind
+            return Streamed(Entry.Status.FAILED, exc.reason)
+        except Exception as exc:  # a runtime error must not lose the partial text
+            log.exception("generation failed in session %s", session.pk)
+            return Streamed(Entry.Status.FAILED, f"{type(exc).__name__}: {exc}")
+        finally:
+            self._task = None
+        return Streamed(Entry.Status.COMPLETE)
+
+    async def _consume(
+        self,
+        session: ChatSession,
+        reply: Reply,
+        messages: list[dict[str, Any]],
+        max_tokens: int | None,
+        thinking_budget: int,
+        tools: Sequence[dict[str, Any]],
+    ) -> None:
+        self._saved_chars = 0
+        stream = self.provider.stream(
+            messages, max_tokens=max_tokens, thinking_budget=thinking_budget, tools=tools
+        )
+        async for event in stream:
+            if isinstance(event, TextDelta):
+                reply.add(event.text)
+                if self.on_delta is not None:
+                    self.on_delta(event.text)  # synchronous: an abort cannot cut it in half
+                else:
+                    # Shielded: an abort cancels this task, but never halfway through telling
+                    # the listeners about a delta (they would see a gap in the stream).
+                    delta = self.emit("message_update", role=Entry.Role.ASSISTANT, delta=event.text)
+                    await asyncio.shield(delta)
+                if self._saver is None:
+                    self._saver = asyncio.create_task(self._keep_saving(session, reply))
+                elif reply.length - self._saved_chars >= settings.AGENTWEB_PARTIAL_SAVE_CHARS:
+                    self._more.set()
+            elif isinstance(event, ThinkingDelta):
+                reply.thinking.append(event.text)
+                reply.signature = event.signature or reply.signature
+                if event.text and self.on_thinking is not None:
+                    self.on_thinking(event.text)
+            elif isinstance(event, ToolCall):
+                reply.tool_calls.append(event)
+            elif isinstance(event, StreamEnd):
+                reply.usage, reply.stop_reason = event.usage, event.stop_reason
+
+    async def _keep_saving(self, session: ChatSession, reply: Reply) -> None:
+        """Keep the reply so far in the session row every few seconds (or every few thousand
+        characters), so a crash keeps it (SPEC B12). The stream never waits for it; the one
+        database thread runs these saves before the final one, which clears it."""
+        save = database_sync_to_async(session.save_partial)
+        while True:
+            with contextlib.suppress(TimeoutError):
+                wait = max(0.05, settings.AGENTWEB_PARTIAL_SAVE_SECONDS)
+                await asyncio.wait_for(self._more.wait(), wait)
+            self._more.clear()
+            if reply.length > self._saved_chars and self.keep:
+                text = reply.text
+                self._saved_chars = len(text)
+                await save(text, self.purpose, self.provider.model)
+
+    async def settle_partial(self) -> None:
+        """Stop saving the reply as it streams: the final save comes next."""
+        if self._saver is not None:
+            self._saver.cancel()
+        self._saver, self._saved_chars = None, 0
+
+
+def _save_reply(
+    session: ChatSession,
+    content: list[dict[str, Any]],
+    beside_others: bool,
+    fields: dict[str, Any],
+) -> Entry:
+    """The reply in the session; beside others, it knows its siblings (the page shows its
+    branch switcher at once)."""
+    entry = session.append_message(Entry.Role.ASSISTANT, content, **fields)
+    if beside_others:
+        entry.siblings = siblings(entry)
+    return entry
+
+
+def _current_task_cancelling() -> bool:
+    task = asyncio.current_task()
+    return bool(task and task.cancelling())

@@ -1,0 +1,36 @@
+"""What a tool is: a typed value, as simonw/llm's `Tool` is (a name, a description, an input
+schema, and the function that runs it), and the result the model reads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    text: str
+    is_error: bool = False
+    details: dict[str, Any] = field(default_factory=dict)  # what it produced, kept in the entry
+
+
+class ToolInputError(ValueError):
+    """Input a tool cannot take; the message goes back to the model."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    run: Callable[[Any], ToolResult]  # raises ToolInputError for input it cannot take
+
+    @property
+    def definition(self) -> dict[str, Any]:
+        """The tool as the Messages API offers it to the model."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+        }

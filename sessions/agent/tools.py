@@ -1,0 +1,129 @@
+"""The agent's tools: the registry of those a session offers, and the loop that runs the
+model's calls.
+
+A tool is a `Tool` value (tool.py). Adding one is a module beside `todo_write.py` and one line
+in TOOLS. Input that is not valid JSON, or that the tool refuses (ToolInputError), becomes an
+error result the model can read and correct: a tool call never stops the generation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from ..context import USER
+from ..models import ChatSession, Entry
+from ..providers import ToolCall
+from .events import Emit
+from .streamer import Prepared, Streamer
+from .todo_write import TODO_WRITE
+from .tool import Tool, ToolInputError, ToolResult
+
+TOOL_LIMIT = "tool_limit"  # the tool loop stopped at its bound
+TOOL_LIMIT_TEXT = (
+    "Stopped after {rounds} rounds of tool calls in one reply: send a message to let the model "
+    "go on."
+)
+
+
+# The tools every session offers, in the order the model is told of them.
+TOOLS: tuple[Tool, ...] = (TODO_WRITE,)
+
+
+def run_tool(call: ToolCall, tools: tuple[Tool, ...] = TOOLS) -> ToolResult:
+    """Run one call. Bad input is an error result the model can correct, never an exception."""
+    tool = next((tool for tool in tools if tool.name == call.name), None)
+    if tool is None:
+        names = ", ".join(tool.name for tool in tools)
+        return ToolResult(f"Unknown tool {call.name!r}: the tools are {names}.", True)
+    if call.arguments is None:
+        return ToolResult(f"The input is not valid JSON: {call.raw[:200]!r}", True)
+    try:
+        return tool.run(call.arguments)
+    except ToolInputError as error:
+        return ToolResult(str(error), True)
+
+
+def record_result(
+    session: ChatSession,
+    call_id: str,
+    tool_name: str,
+    text: str,
+    *,
+    is_error: bool = False,
+    details: dict[str, Any] | None = None,
+) -> Entry:
+    """A tool's result, as the reference agent stores it: a `toolResult` message naming the call
+    it answers (its `details` hold what the tool produced, e.g. the todo list it set)."""
+    message: dict[str, Any] = {"toolCallId": call_id, "toolName": tool_name, "isError": is_error}
+    if details:
+        message["details"] = details
+    content = [{"type": "text", "text": text}]
+    return session.append_message(Entry.Role.TOOL_RESULT, content, data={"message": message})
+
+
+class ToolLoop:
+    """One reply with its tool rounds: while the model calls tools, run them, store their
+    results and let it go on, for at most AGENTWEB_MAX_TOOL_ROUNDS rounds. A cancel stops the
+    loop wherever it is."""
+
+    def __init__(
+        self,
+        session: ChatSession,
+        streamer: Streamer,
+        emit: Emit,
+        messages: list[dict[str, Any]],
+    ) -> None:
+        self.session = session
+        self.streamer = streamer
+        self.emit = emit
+        # The request, as the model reads it: the context, then each round's structured
+        # tool_use and tool_result blocks.
+        self.request = [{"role": m["role"], "content": list(m["content"])} for m in messages]
+
+    async def answer(self, *, beside_others: bool = False) -> Entry:
+        """The model's last reply of the loop."""
+        rounds = 0
+        definitions = [tool.definition for tool in TOOLS]
+        while True:
+            reply, entry = await self.streamer.reply(
+                self.session,
+                "",
+                self.request,
+                Prepared(),
+                beside_others=beside_others,
+                tools=definitions,
+            )
+            beside_others = False  # only the first reply stands beside the one it replaces
+            done = entry.status != Entry.Status.COMPLETE or not self.streamer.keep
+            if not reply.tool_calls or done:
+                return entry
+            self.request.append(reply.request_message())
+            self.request.append(await self._run(reply.tool_calls, entry))
+            rounds += 1
+            if self.streamer.aborted:
+                return entry
+            if rounds >= settings.AGENTWEB_MAX_TOOL_ROUNDS:
+                limit = await database_sync_to_async(self.session.append_custom)(
+                    TOOL_LIMIT, TOOL_LIMIT_TEXT.format(rounds=rounds)
+                )
+                await self.emit("message_end", role="", entry=limit)
+                return entry
+
+    async def _run(self, calls: list[ToolCall], caller: Entry) -> dict[str, Any]:
+        """Run the reply's calls; each result is stored as a toolResult message (and put in the
+        context); returns the results as the next request's user message."""
+        blocks: list[dict[str, Any]] = []
+        for call in calls:
+            result = run_tool(call)
+            entry = await database_sync_to_async(record_result)(
+                self.session, call.id, call.name, result.text, is_error=result.is_error,
+                details=result.details,
+            )  # fmt: skip
+            self.streamer.remember(entry)
+            await self.emit("tool_end", role=Entry.Role.TOOL_RESULT, entry=entry, caller=caller)
+            block = {"type": "tool_result", "tool_use_id": call.id, "content": result.text}
+            blocks.append({**block, "is_error": True} if result.is_error else block)
+        return {"role": USER, "content": blocks}

@@ -1,0 +1,96 @@
+"""The slash commands that are not generations: /thinking, /model, /rename, /new, /export and
+/tree do what their buttons do. Each returns a typed outcome; the consumer shows it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import thinking
+from ..models import ChatSession, Entry
+from ..providers import catalog
+
+NAMES = frozenset({"thinking", "model", "rename", "new", "export", "tree"})
+MODEL_BUSY = "Wait for the reply to end (or cancel it) to change the model."
+LEVELS_WORDS = "off, low, medium or high"
+THINKING_BUSY = "Wait for the reply to end (or cancel it) to change the thinking level."
+
+
+@dataclass(frozen=True)
+class Goto:
+    """A page the tab that typed the command goes to: a page of the app's URLs (`chat:<page>`),
+    for a session."""
+
+    page: str  # session, tree, export_md or export_jsonl
+    session_id: int
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a command did: refused (the typed text comes back), a notice or a page for the tab
+    that typed it, and what every tab of the session shows."""
+
+    refusal: str = ""
+    notice: str = ""
+    goto: Goto | None = None
+    renamed: bool = False  # every tab shows the session's new title
+    entry: Entry | None = None  # every tab shows this new entry (a model or thinking change)
+
+
+def run(session_id: int, name: str, args: str) -> Outcome:
+    """Run command /`name` with `args` on the session."""
+    session = ChatSession.objects.select_related("owner").get(pk=session_id)
+    if name == "thinking":
+        return _thinking(session, args.lower())
+    if name == "model":
+        return _model(session, args)
+    if name == "rename":
+        refusal = session.rename(args)
+        return Outcome(refusal=refusal, renamed=not refusal)
+    if name == "new":
+        new = ChatSession.objects.create(owner=session.owner, model=catalog.default_model())
+        return Outcome(goto=Goto("session", new.pk))
+    if name == "export":
+        fmt = (args or "md").lower().removeprefix(".")
+        if fmt not in ("md", "jsonl"):
+            return Outcome(refusal=f"Export as md or jsonl, not “{args}”.")
+        return Outcome(goto=Goto(f"export_{fmt}", session_id))
+    if name == "tree":
+        return Outcome(goto=Goto("tree", session_id))
+    raise ValueError(f"not a session command: /{name}")
+
+
+def thinking_refusal(session: ChatSession, level: str) -> str:
+    """Why the session's thinking level cannot become `level` now (empty: it can)."""
+    if level not in thinking.LEVELS:
+        return thinking.unknown(level)
+    if session.is_generating:
+        return THINKING_BUSY
+    return ""
+
+
+def _thinking(session: ChatSession, level: str) -> Outcome:
+    if not level:
+        level = session.thinking_level
+        return Outcome(
+            notice=f"Thinking level: {level}. Set it with /thinking off, low, medium or high."
+        )
+    refusal = thinking_refusal(session, level)
+    if refusal or level == session.thinking_level:
+        return Outcome(refusal=refusal)
+    return Outcome(entry=session.change_thinking(level))
+
+
+def _model(session: ChatSession, wanted: str) -> Outcome:
+    offered = catalog.offered()
+    names = ", ".join(model.id for model in offered)
+    if not wanted:
+        current = next((m.label for m in offered if m.id == session.model), session.model)
+        return Outcome(notice=f"Model: {current}. Change it with /model and one of: {names}.")
+    chosen = next((m.id for m in offered if wanted.lower() in (m.id.lower(), m.label.lower())), "")
+    if not chosen:
+        return Outcome(refusal=f"Unknown model “{wanted}”: choose one of {names}.")
+    if session.is_generating:
+        return Outcome(refusal=MODEL_BUSY)
+    if chosen == session.model:
+        return Outcome()
+    return Outcome(entry=session.change_model(chosen))

@@ -1,0 +1,35 @@
+"""The generation engine: where a generation runs, one per session (SPEC B7, B8, B12).
+
+* claims.py: the claim on a session (a conditional UPDATE with a lease) and its renewal;
+* turns.py: what a job does next, and the prompt queue;
+* job.py: one generation run, in the process that claimed the session;
+* relay.py: the job's events to every tab, numbered and batched;
+* events.py: what the engine tells the page, typed (never HTML);
+* api.py: what the consumer calls (re-exported here).
+"""
+
+from .api import (
+    branch_and_reply,
+    cancel,
+    confirm_handoff,
+    request_snapshot,
+    start,
+    start_handoff,
+    start_if_queued,
+    submit,
+    wait_idle,
+)
+from .claims import recover_interrupted
+
+__all__ = [
+    "branch_and_reply",
+    "cancel",
+    "confirm_handoff",
+    "recover_interrupted",
+    "request_snapshot",
+    "start",
+    "start_handoff",
+    "start_if_queued",
+    "submit",
+    "wait_idle",
+]

@@ -1,0 +1,159 @@
+"""The engine's public surface: what the consumer calls to start, submit, branch, cancel,
+confirm and catch up. Each takes the page's `Render` where a job may start: the engine
+publishes typed events, and the caller says how the page shows them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.db import IntegrityError
+
+from .. import tabs, titles
+from ..agent import AgentSession
+from ..agent.handoff_run import switch_failed
+from ..models import ChatSession, Entry
+from .claims import claim
+from .events import Render
+from .job import RUNNING, Job
+from .turns import Submitted, begin_branch, over_a_cap, queue_prompt
+
+log = logging.getLogger(__name__)
+
+BUSY = "A handoff or reply is already running in this session: wait for it or cancel it."
+USED = "That handoff document can no longer be used: it already started a session."
+
+
+async def start(
+    session: ChatSession, kind: str, render: Render, handoff_focus: str | None = None
+) -> bool:
+    """Claim the session and run a job in this process; False if one already runs."""
+    generation_id, channel = await _new_generation()
+    if not await database_sync_to_async(claim)(session.pk, generation_id, kind, channel):
+        return False
+    session = await database_sync_to_async(ChatSession.objects.get)(pk=session.pk)
+    _launch(Job(session, generation_id, channel, render), handoff_focus)
+    return True
+
+
+async def submit(session: ChatSession, text: str, render: Render) -> Submitted:
+    """Queue the prompt, and start a generation unless one runs (the prompt then waits)."""
+    generation_id, channel = await _new_generation()
+    submitted, claimed = await database_sync_to_async(queue_prompt)(
+        session, text, generation_id, channel
+    )
+    if claimed is not None:
+        _launch(Job(claimed[0], generation_id, channel, render, turn=claimed[1]))
+    return submitted
+
+
+async def branch_and_reply(
+    session: ChatSession, entry_id: int, text: str | None, render: Render
+) -> str:
+    """Edit a message you wrote (`text`: its new wording) or regenerate a reply (`text` None):
+    the new message or reply goes on a branch beside the old one, which every tab now shows,
+    and the model replies there. Returns a refusal, or an empty string."""
+    generation_id, channel = await _new_generation()
+    begun = await database_sync_to_async(begin_branch)(
+        session, entry_id, text, generation_id, channel
+    )
+    if isinstance(begun, str):
+        return begun
+    claimed, turn, transcript = begun
+    await tabs.show(session.pk, await database_sync_to_async(render)(transcript))
+    _launch(Job(claimed, generation_id, channel, render, turn=turn))
+    return ""
+
+
+async def start_handoff(session: ChatSession, focus: str, render: Render) -> Submitted:
+    """/handoff: a handoff job, unless a cap or a running generation stands in the way. The run
+    itself checks there is something to hand off (H3)."""
+    refusal = await database_sync_to_async(over_a_cap)(session, queueing=False)
+    if refusal:
+        return Submitted(refusal=refusal)
+    if not await start(session, "handoff", render, handoff_focus=focus):
+        return Submitted(busy=BUSY)
+    return Submitted()
+
+
+async def start_if_queued(session: ChatSession, render: Render) -> None:
+    """Send the prompts that waited (for a reviewed handoff), if any."""
+    queued = await database_sync_to_async(session.pending_prompts.exists)()
+    if queued:
+        await start(session, "prompt", render)
+
+
+async def confirm_handoff(session: ChatSession, reply_id: int, document: str) -> ChatSession | str:
+    """B14: switch with the (possibly edited) document the user reviewed; the new session, or
+    why not."""
+    reply = await database_sync_to_async(_reviewable_reply)(session, reply_id)
+    if reply is None or not document.strip():
+        return USED
+    session = await database_sync_to_async(ChatSession.objects.get)(pk=session.pk)  # fresh figures
+    try:
+        return await AgentSession(session).switch(reply, document)
+    except IntegrityError:  # another tab confirmed the same document a moment before
+        return USED
+    except Exception as exc:
+        log.exception("confirming a reviewed handoff failed in session %s", session.pk)
+        return str(await switch_failed(session, exc))
+
+
+def _reviewable_reply(session: ChatSession, reply_id: int) -> Entry | None:
+    """The session's complete handoff document `reply_id`, if no session was started from it yet."""
+    reply = Entry.objects.filter(
+        pk=reply_id, session=session, status=Entry.Status.COMPLETE, data__purpose="handoff"
+    ).first()
+    if reply is None or ChatSession.objects.filter(handed_off_from=reply).exists():
+        return None
+    return reply
+
+
+async def cancel(session_id: int) -> bool:
+    """Ask the job running this session's generation, in whatever process, to stop (and a
+    title being written for it in this one). False: nothing was running."""
+    stopped_title = titles.stop(session_id)
+    channel = await database_sync_to_async(
+        lambda: (
+            ChatSession.objects.filter(pk=session_id)
+            .values_list("generation_channel", flat=True)
+            .first()
+        )
+    )()
+    if not channel:
+        return stopped_title
+    await get_channel_layer().send(channel, {"type": "generation.cancel"})
+    return True
+
+
+async def request_snapshot(channel: str, reply_to: str) -> None:
+    """Ask the job on `channel` for everything a tab needs to catch up (sent to `reply_to`)."""
+    with contextlib.suppress(Exception):
+        await get_channel_layer().send(
+            channel, {"type": "generation.snapshot_request", "reply_to": reply_to}
+        )
+
+
+async def wait_idle(timeout: float = 30) -> None:
+    """Wait for this process's jobs, and the titles they started, to end (tests, shutdown)."""
+    async with asyncio.timeout(timeout):
+        while running := [*RUNNING.values(), *titles.being_written()]:
+            await asyncio.gather(*running, return_exceptions=True)
+
+
+async def _new_generation() -> tuple[str, str]:
+    """A generation's id and the job's own channel. The channel has the layer's default
+    prefix: channels-redis demultiplexes all of a process's channels from one list, and a
+    channel of another prefix would starve the consumers."""
+    return uuid.uuid4().hex, await get_channel_layer().new_channel()
+
+
+def _launch(job: Job, handoff_focus: str | None = None) -> None:
+    task = asyncio.create_task(job.run(handoff_focus))
+    RUNNING[job.generation_id] = task
+    task.add_done_callback(lambda _: RUNNING.pop(job.generation_id, None))

@@ -1,0 +1,189 @@
+"""Claims and leases: which process runs a session's one generation (SPEC B8, B12).
+
+A claim is a conditional UPDATE of the session row: it succeeds only when no live claim is
+there, so two processes cannot both start a generation. A claim holds a lease its process
+renews; a claim whose lease ran out belongs to a process that died, and the next claim takes
+it over, keeping the reply that process was streaming as an interrupted entry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import weakref
+from collections.abc import Awaitable, Callable
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from ..agent.handoff_notes import NOTES
+from ..models import ChatSession, Entry
+from ..models.session import UNCLAIMED
+
+log = logging.getLogger(__name__)
+
+INTERRUPTED = "A reply was interrupted: the server stopped while it was being generated."
+LOST = "another server process took the session over"
+UNRENEWABLE = "its claim on the session could not be renewed"
+
+
+def claim(session_id: int, generation_id: str, kind: str, channel: str) -> bool:
+    """Take the session's one generation slot with a conditional UPDATE (B8).
+
+    Taking over a claim whose lease ran out (its process died) records the
+    interruption in the session's history (B12).
+    """
+    with transaction.atomic():
+        previous = ChatSession.objects.filter(pk=session_id).values_list("generation_id", flat=True)
+        was_held = bool(previous.first())
+        updated = ChatSession.objects.filter(ChatSession.claimable(), pk=session_id).update(
+            generation_id=generation_id,
+            generation_kind=kind,
+            generation_channel=channel,
+            generation_started_at=timezone.now(),
+            generation_lease_until=ChatSession.lease_until(),
+        )
+        if updated and was_held:
+            keep_partial(session_id)
+            ChatSession(pk=session_id).append_custom("interrupted", INTERRUPTED)
+    return updated == 1
+
+
+def keep_partial(session_id: int) -> None:
+    """The reply a dead process was streaming, as last saved: kept as an interrupted entry."""
+    session = ChatSession.objects.get(pk=session_id)
+    if not session.partial_text:
+        return
+    if session.partial_purpose == NOTES:
+        session.append_custom(
+            NOTES, session.partial_text, status=Entry.Status.ABORTED, error="interrupted"
+        )
+    else:
+        purpose = {"purpose": session.partial_purpose} if session.partial_purpose else {}
+        session.append_message(
+            Entry.Role.ASSISTANT,
+            [{"type": "text", "text": session.partial_text}],
+            status=Entry.Status.ABORTED,
+            error="interrupted",
+            model=session.partial_model,
+            data=purpose,
+        )
+
+
+def recover_interrupted() -> int:
+    """At start-up of a single-process server, no earlier claim can be alive: expire them all,
+    keeping the replies they were streaming.
+
+    With a shared channel layer (REDIS_URL) other processes may be generating,
+    so their claims are left to expire by their leases.
+    """
+    if "InMemoryChannelLayer" not in settings.CHANNEL_LAYERS["default"]["BACKEND"]:
+        return 0
+    with transaction.atomic():
+        for session_id in ChatSession.objects.exclude(generation_id="").values_list(
+            "pk", flat=True
+        ):
+            keep_partial(session_id)
+        return ChatSession.objects.exclude(generation_id="").update(
+            generation_lease_until=timezone.now(), generation_channel=""
+        )
+
+
+def set_kind(session_id: int, generation_id: str, kind: str) -> None:
+    """The claim's generation is now of another kind (an automatic handoff before a prompt)."""
+    ChatSession.objects.filter(pk=session_id, generation_id=generation_id).update(
+        generation_kind=kind, generation_started_at=timezone.now()
+    )
+
+
+def release(session_id: int, generation_id: str) -> None:
+    """Give the claim up, if this generation still holds it."""
+    ChatSession.objects.filter(pk=session_id, generation_id=generation_id).update(**UNCLAIMED)
+
+
+def renew_all(generation_ids: list[str]) -> set[str]:
+    """Renew these claims in one UPDATE; the ids still held (a claim moves with a handoff)."""
+    ChatSession.objects.filter(generation_id__in=generation_ids).update(
+        generation_lease_until=ChatSession.lease_until()
+    )
+    return set(
+        ChatSession.objects.filter(generation_id__in=generation_ids).values_list(
+            "generation_id", flat=True
+        )
+    )
+
+
+class Leases:
+    """Keeps the claims of this process's generations alive, all of them in one UPDATE a few
+    times per lease (one per generation cost most of the database thread under load).
+
+    A failed renewal is logged and retried sooner; a claim another process has taken, or one
+    that cannot be renewed before it would run out, ends with its reason. `clock` and `sleep`
+    are the event loop's unless a test gives its own.
+    """
+
+    def __init__(
+        self,
+        renew: Callable[[list[str]], Awaitable[set[str]]],
+        seconds: Callable[[], float],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.renew = renew
+        self.seconds = seconds
+        self.clock = clock
+        self.sleep = sleep
+        self.held: dict[str, asyncio.Future[str]] = {}
+        self.task: asyncio.Task[None] | None = None
+
+    def hold(self, generation_id: str) -> asyncio.Future[str]:
+        """A future that resolves with the reason, when this generation's claim is lost."""
+        lost = self.held[generation_id] = asyncio.get_running_loop().create_future()
+        if self.task is None or self.task.done():
+            self.task = asyncio.get_running_loop().create_task(self.keep())
+        return lost
+
+    def drop(self, generation_id: str) -> None:
+        self.held.pop(generation_id, None)
+
+    async def keep(self) -> None:
+        renewed_at = self.clock()
+        delay = self.seconds() / 3
+        while self.held:
+            await self.sleep(delay)
+            held = [gid for gid, lost in self.held.items() if not lost.done()]
+            if not held:
+                continue
+            try:
+                kept = await self.renew(held)
+            except Exception:
+                log.warning("renewing the claims of generations failed; retrying", exc_info=True)
+                if self.clock() - renewed_at > self.seconds() * 0.8:
+                    self._lose(held, UNRENEWABLE)  # they may run out before the next try
+                delay = min(1.0, self.seconds() / 10)
+                continue
+            self._lose([gid for gid in held if gid not in kept], LOST)
+            renewed_at, delay = self.clock(), self.seconds() / 3
+
+    def _lose(self, generation_ids: list[str], reason: str) -> None:
+        for generation_id in generation_ids:
+            lost = self.held.pop(generation_id, None)
+            if lost is not None and not lost.done():
+                lost.set_result(reason)
+
+
+_leases: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Leases] = weakref.WeakKeyDictionary()
+
+
+def leases() -> Leases:
+    """This process's (this event loop's) keeper of claims."""
+    loop = asyncio.get_running_loop()
+    if loop not in _leases:
+        _leases[loop] = Leases(
+            database_sync_to_async(renew_all), lambda: settings.AGENTWEB_GENERATION_LEASE
+        )
+    return _leases[loop]

@@ -1,0 +1,214 @@
+"""The job: one generation run in the process that claimed the session (a handoff and/or the
+queued prompts, turn by turn), its claim kept alive, its events relayed to every tab.
+
+A job is an asyncio task of its process, not of a socket: closing a tab stops nothing (B7).
+It listens on a channel of its own, so a Cancel or a snapshot request from any tab of any
+process reaches it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from channels.db import database_sync_to_async
+
+from .. import handoff, tabs, titles
+from ..agent import (
+    AgentEvent,
+    AgentSession,
+    HandoffCancelled,
+    HandoffFailed,
+    HandoffResult,
+    NothingToHandOff,
+)
+from ..models import ChatSession, Entry
+from .claims import leases, set_kind
+from .events import (
+    EntryAdded,
+    Live,
+    Notice,
+    Render,
+    ReviewOffered,
+    StatusShown,
+    Switched,
+    TitleChanged,
+    ToolAnswered,
+)
+from .relay import Relay
+from .turns import AUTO_HANDOFF, Turn, next_turn, release_and_status
+
+log = logging.getLogger(__name__)
+
+RUNNING: dict[str, asyncio.Task[None]] = {}  # strong references: running jobs of this process
+
+
+class Job:
+    def __init__(
+        self,
+        session: ChatSession,
+        generation_id: str,
+        channel: str,
+        render: Render,
+        *,
+        turn: Turn | None = None,
+    ) -> None:
+        self.generation_id = generation_id
+        self.turn = turn  # the first turn, when the claim took it already
+        self.channel = channel
+        self.lost = ""  # why the claim was lost, if it was
+        self.status_ahead: StatusShown | None = None  # the next prompt's status line, read
+        self.closing_status: StatusShown | None = None  # the status after a turn released
+        self.relay = Relay(generation_id, lambda: self.session_id, render, lambda: len(RUNNING))
+        self.agent = AgentSession(
+            session,
+            listener=self.on_event,
+            generation_id=generation_id,
+            on_delta=self.relay.on_delta,
+            on_stream_end=self.relay.flush,
+            on_thinking=self.relay.on_thinking,
+        )
+
+    @property
+    def session_id(self) -> int:
+        return self.agent.session_id
+
+    async def run(self, handoff_focus: str | None = None) -> None:
+        listener = asyncio.create_task(self.listen())
+        heartbeat = asyncio.create_task(self.heartbeat())
+        try:
+            # A turn taken with the claim stored its prompt already: the context is as before it.
+            await self.agent.load(before=self.turn.user if self.turn else None)
+            if handoff_focus is not None and await self.run_handoff(handoff_focus) == "review":
+                return  # prompts queued meanwhile wait for the reviewed switch (or its discard)
+            await self.take_turns()
+        except Exception:
+            log.exception("generation %s failed", self.generation_id)
+        finally:
+            listener.cancel()
+            heartbeat.cancel()
+            await asyncio.shield(self.finish())
+
+    async def take_turns(self) -> None:
+        """The queued prompts, one turn each, until none is left (or the claim is lost)."""
+        declined = False  # an automatic handoff was cancelled or failed: send the prompt here
+        while not self.lost:
+            turn, self.turn = self.turn, None
+            if turn is None:
+                turn = await database_sync_to_async(next_turn)(
+                    self.agent.session, self.generation_id, auto_handoff=not declined
+                )
+            if turn.handoff:
+                outcome = await self.run_auto_handoff()
+                if outcome == "review":  # the prompt waits for the reviewed switch
+                    return
+                declined = outcome != "switched"
+                continue
+            if not turn.text and not turn.regenerate:
+                self.closing_status = turn.status
+                return
+            declined = False
+            self.status_ahead = turn.status
+            if turn.regenerate:
+                await self.agent.regenerate()
+                continue
+            first = not self.agent.messages  # the session's first prompt
+            await self.agent.prompt(turn.text, expand_prompt_templates=False, user=turn.user)
+            if first:
+                titles.write_soon(self.session_id, self.show_title)
+
+    async def finish(self) -> None:
+        if not self.lost:
+            self.agent.keep_context()
+        closing = self.closing_status  # released by the last turn
+        if closing is None:
+            closing = await database_sync_to_async(release_and_status)(
+                self.session_id, self.generation_id
+            )
+        await self.relay.show_status(closing)
+
+    async def run_handoff(self, focus: str) -> str:
+        """Run /handoff and tell the tabs; returns switched, review, cancelled or failed."""
+        old_id = self.session_id
+        try:
+            result = await self.agent.handoff(focus)
+        except NothingToHandOff as error:
+            await self.relay.notify(Notice(str(error), "warning"))
+        except HandoffCancelled:
+            await self.relay.notify(Notice(handoff.CANCELLED, "warning"))
+            return "cancelled"
+        except HandoffFailed as error:
+            await self.relay.notify(Notice(str(error), "error"))
+        else:
+            await self.handoff_succeeded(old_id, result)
+            return "review" if result.new_session is None else "switched"
+        return "failed"
+
+    async def run_auto_handoff(self) -> str:
+        """The preference's handoff, before a prompt that would fill the window. The prompt stays
+        queued, so it moves to the new session with the switch (or waits for a review)."""
+        await database_sync_to_async(set_kind)(self.session_id, self.generation_id, "handoff")
+        await self.relay.show_status()
+        await self.relay.notify(Notice(AUTO_HANDOFF, "info"))
+        return await self.run_handoff("")
+
+    async def handoff_succeeded(self, old_id: int, result: HandoffResult) -> None:
+        if result.new_session is None:  # B14: the user reviews the document first
+            await self.relay.notify(ReviewOffered(result.reply))
+            return
+        self.relay.appended.clear()
+        await self.relay.notify(Switched(result.new_session), to_session=old_id)
+        self.relay.notice = ""  # the redirect belongs to the old session's tabs only
+
+    async def show_title(self, session: ChatSession) -> None:
+        """A title written beside the chat: outside the numbered events (it may come after the
+        job ended)."""
+        await tabs.show(session.pk, self.relay.render(TitleChanged(session)))
+
+    async def listen(self) -> None:
+        """Cancels and snapshot requests, from any tab of any process."""
+        while True:
+            message = await self.relay.layer.receive(self.channel)
+            kind = message.get("type")
+            if kind == "generation.cancel":
+                self.agent.cancel()
+            elif kind == "generation.snapshot_request":
+                async with self.relay.publishing:  # no event can slip between snapshot and seq
+                    streamer = self.agent.streamer
+                    snapshot = self.relay.snapshot(
+                        replying=streamer.is_replying,
+                        purpose=streamer.purpose,
+                        stage=streamer.stage,
+                    )
+                    await self.relay.layer.send(message["reply_to"], snapshot)
+
+    async def heartbeat(self) -> None:
+        """Keep the claim; when it is lost, stop: two generations must never share a session."""
+        keeper = leases()
+        try:
+            self.lost = await asyncio.shield(keeper.hold(self.generation_id))
+        finally:
+            keeper.drop(self.generation_id)
+        log.warning("generation %s stops: %s", self.generation_id, self.lost)
+        self.agent.abort(self.lost, keep=False)
+        await self.relay.notify(Notice(f"This generation stopped: {self.lost}.", "error"))
+
+    async def on_event(self, event: AgentEvent) -> None:
+        """The agent's events, as the page's."""
+        relay = self.relay
+        if event.type == "agent_start":
+            shown, self.status_ahead = self.status_ahead, None
+            await relay.show_status(shown)
+        elif event.type == "message_start" and event.role == Entry.Role.ASSISTANT:
+            await relay.start_reply(Live("", event.purpose, event.stage))
+        elif event.type == "message_end" and event.entry is None:  # a call that left nothing
+            await relay.end_reply()
+        elif event.type == "tool_end" and event.entry is not None and event.caller is not None:
+            answered = ToolAnswered(self.agent.session, event.caller, event.entry)
+            await relay.publish(answered, entry_id=event.entry.pk)
+        elif event.type == "message_end" and event.entry is not None:
+            await relay.flush()
+            streamed = event.role == Entry.Role.ASSISTANT
+            added = EntryAdded(self.agent.session, event.entry, streamed)
+            # The status follows with the next turn or the job's end, a moment later.
+            await relay.publish(added, entry_id=event.entry.pk)

@@ -1,0 +1,156 @@
+"""The relay: a job's events to every tab of its session, in order, numbered, batched.
+
+Each event is rendered once (the job's `Render`) and sent to the channel-layer group of the
+session as `agent.event`, numbered (generation, seq); a tab that sees a gap asks the job for a
+snapshot and catches up (consumers.py). Streamed text is gathered into one delta per batch
+interval (the reply's first delta goes at once), and finished markdown blocks go rendered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from .. import status, tabs
+from ..blocks import Blocks
+from .events import BlocksClosed, Delta, Event, Live, Render, StatusShown, Thought
+
+
+def batch_seconds(running: int) -> float:
+    """How long streamed text waits to go out with more: the batch interval, or longer when so
+    many generations run in this process that their batches would pass the relay's rate."""
+    sharing = running / settings.AGENTWEB_RELAY_MESSAGES_PER_SECOND
+    return max(settings.AGENTWEB_DELTA_BATCH_SECONDS, sharing)
+
+
+class Relay:
+    def __init__(
+        self,
+        generation_id: str,
+        session_id: Callable[[], int],
+        render: Render,
+        running: Callable[[], int],
+    ) -> None:
+        self.generation_id = generation_id
+        self.session_id = session_id  # the session now (a handoff moves the job to its new one)
+        self.render = render
+        self.running = running  # how many generations this process runs
+        self.layer = get_channel_layer()
+        self.seq = 0
+        # (entry id, html) of this run's latest entries, for snapshots; older ones a resyncing
+        # tab reads from the database.
+        self.appended: deque[tuple[int, str]] = deque(maxlen=50)
+        self.status = ""  # the last status line, so a tab that resyncs sees it
+        self.notice = ""  # the last notice, likewise
+        self.pending_text = ""  # streamed text not yet sent: deltas go out in batches
+        self.pending_thinking = ""  # streamed thinking not yet sent, batched the same way
+        self.thinking_sent = ""  # the streaming reply's thinking as sent so far
+        self.sent = Blocks()  # the streaming reply as sent so far (what snapshots show)
+        self.flush_task: asyncio.Task[None] | None = None
+        # One message at a time, in sequence order, even when tasks publish concurrently.
+        self.publishing = asyncio.Lock()
+
+    # --- events ---------------------------------------------------------------------------
+    async def publish(self, event: Event, *, entry_id: int = 0, to_session: int = 0) -> str:
+        """Render the event and send it; its html. An entry's html is kept for snapshots."""
+        html = self.render(event)
+        if entry_id:
+            self.appended.append((entry_id, html))
+        async with self.publishing:
+            await self._send(html, entry_id=entry_id, to_session=to_session)
+        return html
+
+    async def show_status(self, shown: StatusShown | None = None) -> None:
+        """The status line, as given or as read now."""
+        if shown is None:
+            shown = StatusShown(*await database_sync_to_async(status.read_by_id)(self.session_id()))
+        self.status = await self.publish(shown)
+
+    async def notify(self, event: Event, *, to_session: int = 0) -> None:
+        """A notice (or a review, or a switch) that a tab arriving later still sees."""
+        self.notice = await self.publish(event, to_session=to_session)
+
+    async def start_reply(self, live: Live) -> None:
+        async with self.publishing:
+            self.sent, self.thinking_sent = Blocks(), ""
+            await self._send(self.render(live))
+
+    async def end_reply(self) -> None:
+        """The streaming reply is gone (a call that left nothing to show)."""
+        await self.flush()
+        async with self.publishing:
+            await self._send(self.render(Live(None)))
+
+    # --- streamed text --------------------------------------------------------------------
+    def on_delta(self, text: str) -> None:
+        """Streamed text, gathered into one delta per batch interval; a reply's first delta
+        goes at once (the time to the first token is what a person waits for)."""
+        first = not self.sent.text and not self.pending_text
+        self.pending_text += text
+        if self.flush_task is None:
+            self.flush_task = asyncio.create_task(self.flush_soon(wait=not first))
+
+    def on_thinking(self, text: str) -> None:
+        """Streamed thinking, batched as text is (its first delta goes at once too)."""
+        first = not self.thinking_sent and not self.pending_thinking
+        self.pending_thinking += text
+        if self.flush_task is None:
+            self.flush_task = asyncio.create_task(self.flush_soon(wait=not first))
+
+    async def flush_soon(self, wait: bool = True) -> None:
+        if wait:
+            await asyncio.sleep(batch_seconds(self.running()))
+        self.flush_task = None
+        await self.flush()
+
+    async def flush(self) -> None:
+        """Send the streamed text not sent yet, as one delta."""
+        if self.flush_task is not None:
+            self.flush_task.cancel()
+            self.flush_task = None
+        async with self.publishing:  # taken and sent as one step: a snapshot sees neither half
+            if self.pending_thinking:
+                thought, self.pending_thinking = self.pending_thinking, ""
+                self.thinking_sent += thought
+                await self._send(self.render(Thought(thought)))
+            if self.pending_text:
+                text, self.pending_text = self.pending_text, ""
+                finished = self.sent.add(text)  # markdown blocks this text ended
+                if finished:
+                    await self._send(self.render(BlocksClosed(finished, self.sent.tail)))
+                else:
+                    await self._send(self.render(Delta(text)))
+
+    # --- catching up ----------------------------------------------------------------------
+    def snapshot(self, *, replying: bool, purpose: str, stage: str) -> dict[str, Any]:
+        """Everything a tab needs to catch up to event `seq`: the text sent so far, not the batch
+        still pending (it follows as the next delta). Called holding `publishing`."""
+        live = Live(self.sent.text if replying else None, purpose, stage, self.thinking_sent)
+        return {
+            "type": "generation.snapshot",
+            "gen": self.generation_id,
+            "seq": self.seq,
+            "session": self.session_id(),
+            "entries": list(self.appended),
+            "html": self.render(live) + self.status + self.notice,
+        }
+
+    async def _send(self, html: str, *, entry_id: int = 0, to_session: int = 0) -> None:
+        """The next event in sequence; only ever called holding `publishing`."""
+        self.seq += 1
+        await self.layer.group_send(
+            tabs.session_group(to_session or self.session_id()),
+            {
+                "type": "agent.event",
+                "gen": self.generation_id,
+                "seq": self.seq,
+                "entry": entry_id,
+                "html": html,
+            },
+        )

@@ -1,0 +1,239 @@
+"""Turns and the prompt queue: what a generation does next, each decided in one database call.
+
+A prompt that finds its session idle claims it and is sent at once; one that finds a
+generation running waits in the queue (`PendingPrompt`), which the running job empties turn
+by turn before it releases the claim. A prompt is never stranded: it is either seen by the
+job's last look at the queue, or finds the claim released and starts a generation (B10).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from .. import status, store
+from ..models import ChatSession, Entry, PendingPrompt, PromptTemplate
+from ..models.session import BUSY_BRANCHING
+from ..providers import catalog
+from ..tokens import estimate_tokens
+from .claims import claim, release
+from .events import StatusShown, TranscriptShown
+
+AUTO_HANDOFF = (
+    "The next message would fill the context window past your automatic handoff setting: "
+    "handing off first (Cancel sends it in this session instead)."
+)
+NOT_EDITABLE = "Only a message you wrote can be edited."
+NOT_REGENERABLE = "Only a reply to a message can be regenerated."
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What a job does next, as one database call decided it."""
+
+    text: str = ""  # the prompt to send, its template expanded; empty: nothing is left
+    user: Entry | None = None  # the prompt, already stored as the session's user message
+    handoff: bool = False  # the automatic handoff comes first
+    status: StatusShown | None = None  # the status line as the prompt begins (or the job ends)
+    regenerate: bool = False  # another reply to the message the session's leaf is at
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """What became of a prompt (or /handoff): refused, sent, or queued behind the reply that
+    is running."""
+
+    refusal: str = ""  # why it was not taken (a cap): what was typed goes back to its box
+    busy: str = ""  # a /handoff not taken: a generation runs already
+    queued: StatusShown | None = None  # the status line, when it waits behind a running reply
+
+
+def queue_prompt(
+    session: ChatSession, text: str, generation_id: str, channel: str
+) -> tuple[Submitted, tuple[ChatSession, Turn] | None]:
+    """A prompt in one database call: refused over a cap, else queued; and when no generation
+    runs, the session claimed and the job's first turn taken, ready to send.
+
+    Under load, every call on the one database thread waits behind the calls of every other
+    prompt, so a prompt's request goes out after this one call.
+    """
+    refusal = over_a_cap(session, queueing=True)
+    if refusal:
+        return Submitted(refusal=refusal), None
+    if claim(session.pk, generation_id, "prompt", channel):
+        claimed = ChatSession.objects.get(pk=session.pk)
+        return Submitted(), (claimed, first_turn(claimed, text, generation_id))
+    PendingPrompt.objects.create(session_id=session.pk, text=text)
+    # Queued before the running job's last look at the queue, or after its release: then the
+    # claim is free now. Either way the prompt is sent (B10: never stranded).
+    if claim(session.pk, generation_id, "prompt", channel):
+        claimed = ChatSession.objects.get(pk=session.pk)
+        return Submitted(), (claimed, next_turn(claimed, generation_id, auto_handoff=True))
+    return Submitted(queued=StatusShown(*status.read_by_id(session.pk))), None
+
+
+def first_turn(session: ChatSession, text: str, generation_id: str) -> Turn:
+    """The turn of a prompt that found its session idle and claimed it (`session` as read after
+    the claim): sent at once, without passing through the queue, unless prompts queued before
+    it go first or the automatic handoff is due (the prompt then waits in the queue)."""
+    if PendingPrompt.objects.filter(session_id=session.pk).exists() or auto_handoff_due(
+        session.pk, text
+    ):
+        PendingPrompt.objects.create(session_id=session.pk, text=text)
+        return next_turn(session, generation_id, auto_handoff=True)
+    return _begin(session, text, reread=False)
+
+
+def next_turn(session: ChatSession, generation_id: str, *, auto_handoff: bool) -> Turn:
+    """The automatic handoff when it is due; else the oldest queued prompt, stored as the
+    session's next user message (or the claim released when none is left).
+
+    One call, so that under load a prompt waits behind as few others as possible on the one
+    database thread before its request goes out.
+    """
+    if auto_handoff and auto_handoff_due(session.pk):
+        return Turn(handoff=True)
+    text = next_prompt_or_release(session.pk, generation_id)
+    if not text:  # released: the status as the job ends
+        return Turn(status=StatusShown(*status.read_by_id(session.pk)))
+    return _begin(session, text, reread=True)
+
+
+def _begin(session: ChatSession, text: str, *, reread: bool) -> Turn:
+    """The prompt stored as the session's next user message; the status line as it starts.
+    `session` was read as its claim was taken; a later turn's rereads it (the claim's lease and
+    kind have moved since)."""
+    text = PromptTemplate.expand(session.owner_id, text)
+    user = session.append_message(Entry.Role.USER, [{"type": "text", "text": text}])
+    shown = ChatSession.objects.get(pk=session.pk) if reread else session
+    return Turn(text, user, status=StatusShown(shown, status.read(shown)))
+
+
+def next_prompt_or_release(session_id: int, generation_id: str) -> str | None:
+    """Pop the oldest queued prompt, or release the claim when none is left, atomically.
+
+    A prompt queued by another tab either is seen here or finds the claim
+    released and starts its own generation: it can never be stranded.
+    """
+    with transaction.atomic():
+        held = (
+            ChatSession.objects.select_for_update()
+            .filter(pk=session_id, generation_id=generation_id)
+            .exists()
+        )
+        if not held:
+            return None
+        pending = PendingPrompt.objects.filter(session_id=session_id).order_by("id").first()
+        if pending is None:
+            release(session_id, generation_id)
+            return None
+        pending.delete()
+        ChatSession.objects.filter(pk=session_id).update(
+            generation_kind="prompt", generation_started_at=timezone.now()
+        )
+        return pending.text
+
+
+def release_and_status(session_id: int, generation_id: str) -> StatusShown:
+    """Release the claim (if the job still holds it), and the status line after."""
+    release(session_id, generation_id)
+    return StatusShown(*status.read_by_id(session_id))
+
+
+def auto_handoff_due(session_id: int, text: str | None = None) -> bool:
+    """Whether the oldest queued prompt (or `text`) would take the context past the owner's
+    threshold."""
+    threshold_percent, model, tokens = ChatSession.objects.values_list(
+        "owner__agentweb_preferences__auto_handoff_at", "model", "context_tokens"
+    ).get(pk=session_id)
+    if not threshold_percent:
+        return False
+    if text is None:
+        pending = PendingPrompt.objects.filter(session_id=session_id).order_by("id").first()
+        if pending is None:
+            return False
+        text = pending.text
+    projected = tokens + estimate_tokens(text)
+    threshold = catalog.spec(model).window * threshold_percent / 100
+    if projected < threshold:
+        return False
+    return Entry.objects.filter(session_id=session_id, kind=Entry.Kind.MESSAGE).count() >= 2
+
+
+def begin_branch(
+    session: ChatSession, entry_id: int, text: str | None, generation_id: str, channel: str
+) -> str | tuple[ChatSession, Turn, TranscriptShown]:
+    """An edit (`text`: the message's new wording) or a regeneration (`text` None) of entry
+    `entry_id`, in one database call: the session claimed, its leaf moved to the entry's
+    parent (the new message or reply goes beside the old one), and the job's first turn.
+
+    Returns a refusal, or the session as claimed, the turn, and the transcript as it is
+    now (before the new message), for every tab.
+    """
+    refusal = over_a_cap(session, queueing=True)
+    if refusal:
+        return refusal
+    target = Entry.objects.filter(pk=entry_id, session_id=session.pk).first()
+    problem = _not_branchable(target, editing=text is not None)
+    if problem:
+        return problem
+    assert target is not None
+    with transaction.atomic():  # claimed and moved, or neither
+        if not claim(session.pk, generation_id, "prompt", channel):
+            return BUSY_BRANCHING
+        claimed = ChatSession.objects.get(pk=session.pk)
+        claimed.move_leaf(target.parent_id, generation_id=generation_id)
+        if text is None:
+            shown = StatusShown(claimed, status.read(claimed))
+            return claimed, Turn(regenerate=True, status=shown), TranscriptShown(claimed)
+        turn = _begin(claimed, text, reread=False)
+    assert turn.user is not None
+    turn.user.siblings = store.siblings(turn.user)
+    return claimed, turn, TranscriptShown(claimed, before=turn.user.pk)
+
+
+def _not_branchable(entry: Entry | None, *, editing: bool) -> str:
+    """Why this entry cannot be edited (or regenerated): empty when it can."""
+    if editing:
+        mine = entry is not None and entry.kind == Entry.Kind.MESSAGE and entry.role == "user"
+        return "" if mine and entry and not entry.data.get("purpose") else NOT_EDITABLE
+    reply = entry is not None and entry.kind == Entry.Kind.MESSAGE and entry.role == "assistant"
+    if not reply or not entry or entry.data.get("purpose") or entry.parent_id is None:
+        return NOT_REGENERABLE
+    asked = Entry.objects.filter(pk=entry.parent_id, kind=Entry.Kind.MESSAGE).values_list(
+        "role", flat=True
+    )
+    return "" if asked.first() in (Entry.Role.USER, Entry.Role.TOOL_RESULT) else NOT_REGENERABLE
+
+
+def over_a_cap(session: ChatSession, *, queueing: bool) -> str:
+    """Why a prompt (`queueing`) or /handoff may not be taken now (empty: it may): a session
+    queues at most AGENTWEB_MAX_QUEUED_PROMPTS prompts, and a user runs at most
+    AGENTWEB_MAX_GENERATIONS_PER_USER generations at once."""
+    fresh = ChatSession.objects.get(pk=session.pk)
+    if fresh.is_generating:
+        queued = PendingPrompt.objects.filter(session_id=session.pk).count()
+        limit = settings.AGENTWEB_MAX_QUEUED_PROMPTS
+        if queueing and queued >= limit:
+            return (
+                f"{queued} messages are already waiting in this session (the limit is {limit}): "
+                "send this one when they have gone."
+            )
+        return ""
+    running = (
+        ChatSession.objects.filter(
+            owner_id=session.owner_id, generation_lease_until__gt=timezone.now()
+        )
+        .exclude(generation_id="")
+        .count()
+    )
+    limit = settings.AGENTWEB_MAX_GENERATIONS_PER_USER
+    if running >= limit:
+        return (
+            f"{running} replies are being generated in your other sessions (the limit is "
+            f"{limit}): send this when one of them ends."
+        )
+    return ""

@@ -1,0 +1,193 @@
+"""The concrete items an entry mentions: what a new session cannot guess.
+
+File paths, code identifiers, error messages, URLs, numbers with units, and explicit
+decisions, found in one pass over each text, noise left out (MIME types, slash-joined prose
+words). Pure and deterministic: an entry's items are extracted once, when it is written
+(`Entry.items`), and `coverage` ranks them and checks them against a handoff document.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .content import EntryLike, Kind, Role
+from .context import bash_failed, bash_text
+
+URL = re.compile(r"https?://[^\s<>()\[\]`'\"]+[^\s<>()\[\]`'\".,;:!?]")
+PATH = re.compile(
+    r"(?<![\w/.:-])(?:~?/|\./|\.\./)?(?:[\w.-]+/)+[\w-]+(?:\.[A-Za-z0-9]+)*(?::\d+)?"
+    r"|(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\.(?:py|js|ts|tsx|jsx|rs|go|rb|java|kt|c|h|cpp|hpp|cs|md|toml|yaml|yml|json|"
+    r"ini|cfg|sh|sql|html|css|txt|lock|env)\b"
+)
+IDENTIFIER = re.compile(
+    r"\b[A-Za-z_][A-Za-z0-9_]+(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?:\(\))?"  # dotted names, calls
+    r"|\b[A-Za-z_][A-Za-z0-9_]*\(\)"  # calls
+    r"|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"  # snake_case
+    r"|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b"  # CONSTANT_CASE
+    r"|\b[a-z]+(?:[A-Z][a-z0-9]+)+\b"  # camelCase
+    r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b"  # PascalCase
+)
+ERROR = re.compile(  # an exception name, or `error:`, with its message: quoted, or to a stop
+    r"(?:\b[A-Z]\w*(?:Error|Exception)\b|\b(?:error|Error|ERROR|FAILED|fatal)(?=:))"
+    r"(?::[ \t]*(?:'[^'\n]{0,100}'|\"[^\"\n]{0,100}\"|[^\n`;]{0,100}?"
+    r"(?=[`\n;]|\.(?:\s|$)|\s(?:see|when|while|because|after)\s|$)))?"
+)
+NUMBER = re.compile(
+    r"\b\d+(?:[.,]\d+)?\s?(?:ms|µs|us|ns|s|sec|seconds?|min|minutes?|h|hours?|KB|MB|GB|TB|KiB|MiB|GiB|"
+    r"%|px|rem|em|tokens?|req/s|rps|qps|fps|Hz|kHz|MHz|GHz|°C|k)\b|\b\d+(?:\.\d+)?%"
+)
+DECISION = re.compile(
+    r"\b(?:decided|decision|we'll use|we will use|let's use|going with|chose|agreed|"
+    r"instead of|settled on)\b",
+    re.IGNORECASE,
+)
+SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+KIND_NAMES = {
+    "path": "File path",
+    "identifier": "Code identifier",
+    "error": "Error message",
+    "url": "URL",
+    "number": "Number",
+    "decision": "Decision",
+}
+KIND_LABELS = {
+    "path": "File paths",
+    "identifier": "Code identifiers",
+    "error": "Error messages",
+    "url": "URLs",
+    "number": "Numbers",
+    "decision": "Decisions",
+}
+
+
+def normalise(text: str) -> str:
+    """Lowercase words with camelCase, snake_case, kebab-case and dots split apart."""
+    text = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def extract(texts: Iterable[str]) -> list[tuple[str, str]]:
+    """The concrete items of some texts, as (kind, text), first appearance first, no repeats."""
+    found: dict[tuple[str, str], None] = {}
+    for text in texts:
+        # One pass: at each position the first kind that matches wins, and the scan goes on
+        # after it, so a path inside a URL or an identifier inside an error is not found twice.
+        for match in SPANNING.finditer(text):
+            if value := _clean(match.group(0)):
+                found.setdefault((str(match.lastgroup), value), None)
+        if DECISION.search(text):  # a decision is the whole sentence that states it
+            for sentence in SENTENCE.findall(text):
+                if DECISION.search(sentence):
+                    decision = " ".join(sentence.replace("**", "").split()).lstrip("-*+ ")
+                    found.setdefault(("decision", decision), None)
+    return list(found)
+
+
+SPANNING = re.compile(
+    "|".join(
+        f"(?P<{kind}>{pattern.pattern})"
+        for kind, pattern in (
+            ("url", URL),
+            ("error", ERROR),
+            ("path", PATH),
+            ("identifier", IDENTIFIER),
+            ("number", NUMBER),
+        )
+    )
+)
+
+
+def _clean(value: str) -> str:
+    value = value.strip().strip("`")
+    if len(value) > 1 and value[0] == value[-1] and value[0] in "'\"":
+        value = value[1:-1]
+    return value if len(value) >= 3 else ""
+
+
+# --- noise ----------------------------------------------------------------------------------
+MIME = re.compile(
+    r"^(?:application|audio|font|image|message|model|multipart|text|video)/[\w.+-]+$", re.I
+)
+CODE_FOLDERS = frozenset({
+    "src", "lib", "libs", "test", "tests", "spec", "app", "apps", "docs", "doc", "scripts", "bin",
+    "config", "configs", "pkg", "cmd", "internal", "packages", "legacy", "static", "templates",
+    "public", "include", "vendor", "migrations", "bench", "tools", "examples", "assets",
+})  # fmt: skip
+
+
+def is_noise(kind: str, text: str) -> bool:
+    """MIME types, and prose words joined by a slash (`r/g`, `date/time`, `find/replace`)."""
+    if kind != "path":
+        return False
+    if MIME.match(text):
+        return True
+    segments = text.split("/")
+    return (
+        len(segments) == 2
+        and all(segment.isalpha() for segment in segments)
+        and segments[0].lower() not in CODE_FOLDERS
+    )
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A stretch of text of one entry, with where it came from."""
+
+    text: str
+    source: str
+    position: int  # the entry's index on the branch
+    error: bool = False
+    compacted: bool = False  # before the latest compaction's kept entries: no longer in context
+
+
+def entry_items(entry: EntryLike) -> list[list[Any]]:
+    """The concrete items one entry mentions, as [kind, text, source, error]: extracted once,
+    when the entry is written (entries never change), and kept in `Entry.items`."""
+    found: dict[tuple[str, str, str], bool] = {}
+    for piece in entry_pieces(entry):
+        for kind, text in concrete(piece.text):
+            key = (kind, text, piece.source)
+            found[key] = found.get(key, False) or piece.error
+    return [[kind, text, source, error] for (kind, text, source), error in found.items()]
+
+
+def concrete(text: str) -> list[tuple[str, str]]:
+    """The (kind, text) items of a text, noise left out."""
+    return [(kind, item) for kind, item in extract([text]) if not is_noise(kind, item)]
+
+
+def entry_pieces(entry: EntryLike) -> Iterator[Piece]:
+    """An entry's texts, labelled by source (positions are the caller's)."""
+    if entry.kind == Kind.CUSTOM_MESSAGE:
+        yield Piece(entry.text, "custom", 0)
+    elif entry.kind in (Kind.COMPACTION, Kind.BRANCH_SUMMARY):
+        yield Piece(entry.text, "summary", 0)
+    elif entry.kind == Kind.MESSAGE:
+        yield from _message_pieces(entry, 0)
+
+
+def _message_pieces(entry: EntryLike, position: int) -> Iterator[Piece]:
+    message = entry.data.get("message", {})
+    if entry.role == "bashExecution":
+        failed = bash_failed(message)
+        yield Piece(str(message.get("command", "")), "bash_command", position)
+        yield Piece(bash_text({**message, "command": ""}), "tool_result", position, failed)
+        return
+    if entry.role == Role.TOOL_RESULT:
+        yield Piece(entry.text, "tool_result", position, bool(message.get("isError")))
+        return
+    source = "user" if entry.role == Role.USER else "assistant"
+    for block in entry.content or []:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            yield Piece(block["text"], source, position)
+        elif block.get("type") == "thinking" and isinstance(block.get("thinking"), str):
+            yield Piece(block["thinking"], "thinking", position)
+        elif block.get("type") == "toolCall":  # what it acted on: the arguments' values
+            arguments = block.get("arguments")
+            values = arguments.values() if isinstance(arguments, dict) else [arguments]
+            yield Piece("\n".join(str(v) for v in values if v is not None), "tool_call", position)

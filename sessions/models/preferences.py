@@ -1,0 +1,42 @@
+"""What each user prefers."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+
+class Preferences(models.Model):
+    """Per-user settings."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agentweb_preferences"
+    )
+    # With Claude: a short title written by a cheap model call after the first reply.
+    generate_titles = models.BooleanField(
+        default=False, help_text="With Claude, a short generated title for new sessions."
+    )
+    # SPEC B14: review and edit the handoff document before the switch.
+    review_handoff = models.BooleanField(
+        default=False, help_text="Review and edit a handoff document before switching."
+    )
+    # Hand off by itself before a prompt would take the context past this share of the window.
+    auto_handoff_at = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(10), MaxValueValidator(100)],
+        help_text="Percent of the model's context window; empty: never.",
+    )
+    # Salient items a handoff document dropped: ask Claude to work them in (one more streamed
+    # round) instead of appending them as agentweb's own "Also carried over" section.
+    amend_handoff = models.BooleanField(
+        default=False,
+        help_text="With Claude: one more streamed round works dropped items in.",
+    )
+
+    class Meta:
+        verbose_name_plural = "preferences"
+
+    def __str__(self) -> str:
+        return f"Preferences of {self.user}"

@@ -1,0 +1,386 @@
+"""A chat session: the reference agent's tree of entries in the database (each entry points at
+its parent; `leaf` ends the current branch; `parent_session`, `handed_off_from` and
+`forked_from` record where it came from), and the short methods about one session, in the
+style of healthchecks' `Check`: append to its tree, move to another branch, fork, hand off,
+change model or thinking level, rename, pin, archive and delete.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import timedelta
+from typing import Any
+
+from django import urls
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxLengthValidator
+from django.db import models, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from ..content import text_of, title_from
+from ..context import context_tokens
+from ..thinking import level_on
+from ..tree import children, path_to, tip
+from .entry import Entry
+
+# The fields of a claim no generation holds.
+UNCLAIMED: dict[str, Any] = {
+    "generation_id": "",
+    "generation_kind": "",
+    "generation_channel": "",
+    "generation_lease_until": None,
+}
+
+
+class BranchRefused(Exception):
+    """A branch operation that cannot be done now, with the reason a person reads."""
+
+
+BUSY_BRANCHING = "Wait for the reply to end (or cancel it) before changing branches."
+NOT_AN_ENTRY = "That entry is not part of this session."
+TITLE_REQUIRED = "This field is required."
+
+
+class ChatSession(models.Model):
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_sessions"
+    )
+    title = models.CharField(max_length=200, blank=True)
+    model = models.CharField(max_length=100)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    leaf = models.ForeignKey(
+        "Entry", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    parent_session = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children"
+    )
+    handed_off_from = models.ForeignKey(
+        "Entry", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    # A fork (the reference agent's /branch): the entry of another session it was copied up to.
+    forked_from = models.ForeignKey(
+        "Entry", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    # The first session of this session's chain of handoffs (empty: this one is the first).
+    chain_root = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    # Which part of its chain this session is: 1 for a first session, its parent's plus one for
+    # one handed off (set when it is created, so showing it costs no query).
+    part = models.PositiveIntegerField(default=1)
+    # The size of the context, as the reference agent estimates it: the last reply's
+    # reported usage plus an estimate of what came after it (kept up to date by the store).
+    context_tokens = models.PositiveIntegerField(default=0)
+    # An imported session: the model its file ran on ("provider/model"), and its working folder.
+    imported_model = models.CharField(max_length=200, blank=True)
+    cwd = models.CharField(max_length=500, blank=True)
+
+    # How much Claude thinks before replying (sessions.thinking): the latest
+    # thinking_level_change on the branch.
+    thinking_level = models.CharField(max_length=16, default="off")
+    # Session care: pinned to the top of the list; archived (out of the list, still found by
+    # search); deleted (out of sight, restorable until AGENTWEB_UNDO_DELETE_SECONDS pass).
+    pinned = models.BooleanField(default=False)
+    archived_at = models.DateTimeField(null=True, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    # The reply streaming now, saved every few seconds: what a crash would otherwise lose.
+    partial_text = models.TextField(blank=True)
+    partial_purpose = models.CharField(max_length=32, blank=True)
+    partial_model = models.CharField(max_length=100, blank=True)
+
+    # The claim of the one generation allowed per session (SPEC B8, B12).
+    generation_id = models.CharField(max_length=40, blank=True)
+    generation_kind = models.CharField(max_length=16, blank=True)
+    generation_channel = models.CharField(max_length=200, blank=True)
+    generation_started_at = models.DateTimeField(null=True, blank=True)
+    generation_lease_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        indexes = [
+            models.Index(fields=["owner", "-updated_at"]),
+            models.Index(fields=["owner", "chain_root"]),
+        ]
+        constraints = [
+            # One handoff document starts at most one session, however many tabs confirm it.
+            models.UniqueConstraint(
+                fields=["handed_off_from"],
+                condition=Q(handed_off_from__isnull=False),
+                name="one_session_per_handoff_document",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.title or f"Session {self.pk}"
+
+    def get_absolute_url(self) -> str:
+        return urls.reverse("chat:session", args=[self.pk])
+
+    def url_at(self, entry_id: int) -> str:
+        """The session's page, opened at entry `entry_id` (however old), scrolled to it."""
+        return f"{self.get_absolute_url()}?at={entry_id}#entry-{entry_id}"
+
+    @property
+    def chain_id(self) -> int:
+        return self.chain_root_id or self.pk
+
+    @property
+    def display_title(self) -> str:
+        return self.title or "Untitled session"
+
+    @property
+    def is_generating(self) -> bool:
+        """A live claim: some process is generating and renewing its lease."""
+        return (
+            bool(self.generation_id)
+            and self.generation_lease_until is not None
+            and (self.generation_lease_until > timezone.now())
+        )
+
+    @property
+    def was_interrupted(self) -> bool:
+        """A claim whose process stopped renewing it: that generation died with its process."""
+        return bool(self.generation_id) and not self.is_generating
+
+    @staticmethod
+    def kept() -> Q:
+        """Not deleted: the sessions a person sees, opens and finds."""
+        return Q(deleted_at__isnull=True)
+
+    @staticmethod
+    def in_chains(chain_ids: Iterable[int]) -> Q:
+        """The sessions of these chains (a chain's id is its first session's)."""
+        ids = list(chain_ids)
+        return Q(chain_root_id__in=ids) | Q(chain_root__isnull=True, pk__in=ids)
+
+    @staticmethod
+    def claimable() -> Q:
+        return Q(generation_id="") | Q(generation_lease_until__lt=timezone.now())
+
+    @staticmethod
+    def lease_until() -> Any:
+        return timezone.now() + timedelta(seconds=settings.AGENTWEB_GENERATION_LEASE)
+
+    # --- its tree ---------------------------------------------------------------------------
+    def parents(self) -> dict[int, int | None]:
+        """Each entry's parent, by id: the tree's shape in one small query."""
+        return dict(Entry.objects.filter(session_id=self.pk).values_list("id", "parent_id"))
+
+    def append(self, **fields: Any) -> Entry:
+        """An entry under the leaf, made the leaf, atomically.
+
+        The session's context size follows, as the reference agent estimates it: a reply
+        that reports its usage sets it; anything else that reaches the model adds its estimate.
+        """
+        with transaction.atomic():
+            leaf_id = (
+                ChatSession.objects.select_for_update()
+                .values_list("leaf_id", flat=True)
+                .get(pk=self.pk)
+            )
+            entry = Entry(session_id=self.pk, parent_id=leaf_id, **fields).derive()
+            entry.save(force_insert=True)
+            reported, added = entry.reported_context, entry.context_added
+            ChatSession.objects.filter(pk=self.pk).update(
+                leaf=entry,
+                updated_at=timezone.now(),
+                context_tokens=reported or F("context_tokens") + added,
+                partial_text="",
+            )
+        self.leaf = entry
+        self.context_tokens = reported or self.context_tokens + added
+        return entry
+
+    def append_message(self, role: str, content: list[dict[str, Any]], **fields: Any) -> Entry:
+        """A message (its other columns in `fields`); the first user message titles the session."""
+        entry = self.append(kind=Entry.Kind.MESSAGE, role=role, content=content, **fields)
+        if role == Entry.Role.USER and not self.title:
+            title = title_from(text_of(content))
+            ChatSession.objects.filter(pk=self.pk, title="").update(title=title)
+            self.title = title
+        return entry
+
+    def append_custom_message(
+        self,
+        custom_type: str,
+        content: str | list[dict[str, Any]],
+        *,
+        display: bool = True,
+        data: dict[str, Any] | None = None,
+    ) -> Entry:
+        """A `custom_message`: it reaches the model as a user message."""
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        return self.append(
+            kind=Entry.Kind.CUSTOM_MESSAGE,
+            custom_type=custom_type,
+            content=content,
+            display=display,
+            data=data or {},
+        )
+
+    def append_custom(self, custom_type: str, text: str, **fields: Any) -> Entry:
+        """A `custom` entry: shown in the transcript, never sent to the model (`fields`: its
+        data, status and error)."""
+        content = [{"type": "text", "text": text}]
+        return self.append(
+            kind=Entry.Kind.CUSTOM, custom_type=custom_type, content=content, **fields
+        )
+
+    def save_partial(self, text: str, purpose: str, model: str) -> None:
+        """Keep the reply streaming now (any append clears it): what a crash would lose."""
+        ChatSession.objects.filter(pk=self.pk).update(
+            partial_text=text, partial_purpose=purpose, partial_model=model
+        )
+
+    def move_leaf(self, leaf_id: int | None, *, generation_id: str = "") -> None:
+        """Point the session at another branch (None: before its first entry), with the context
+        size and thinking level of that branch; refused (BranchRefused) while a generation
+        runs, unless it is the caller's own (`generation_id`: an edit or a regeneration about
+        to reply)."""
+        mine = Q(generation_id=generation_id) if generation_id else Q(pk__in=[])
+        with transaction.atomic():
+            path = path_to(leaf_id, self.parents()) if leaf_id is not None else []
+            branch = Entry.in_order(path)
+            size, level = context_tokens(branch), level_on(branch)
+            moved = ChatSession.objects.filter(ChatSession.claimable() | mine, pk=self.pk).update(
+                leaf_id=leaf_id,
+                context_tokens=size,
+                thinking_level=level,
+                updated_at=timezone.now(),
+            )
+            if not moved:
+                raise BranchRefused(BUSY_BRANCHING)
+        self.leaf_id, self.context_tokens, self.thinking_level = leaf_id, size, level
+
+    def switch_branch(self, entry_id: int) -> int:
+        """Make the branch through entry `entry_id` the session's own: the leaf moves to the
+        newest entry under it. Returns the new leaf. Refused (BranchRefused) while a generation
+        runs."""
+        with transaction.atomic():
+            parents = self.parents()
+            if entry_id not in parents:
+                raise BranchRefused(NOT_AN_ENTRY)
+            newest = tip(entry_id, children(parents))
+            self.move_leaf(newest)
+        return newest
+
+    def fork(self, entry_id: int) -> ChatSession:
+        """A new session holding the branch from the root to entry `entry_id` (the reference
+        agent's /branch): copies of those entries, its lineage kept in `forked_from`."""
+        with transaction.atomic():
+            parents = self.parents()
+            if entry_id not in parents:
+                raise BranchRefused(NOT_AN_ENTRY)
+            originals = Entry.in_order(path_to(entry_id, parents))
+            new = ChatSession.objects.create(
+                owner_id=self.owner_id,
+                model=self.model,
+                title=self.title,
+                forked_from_id=entry_id,
+                imported_model=self.imported_model,
+                cwd=self.cwd,
+                context_tokens=context_tokens(originals),
+                thinking_level=level_on(originals),
+            )
+            copies = Entry.objects.bulk_create(
+                [original.copy_to(new) for original in originals], batch_size=500
+            )
+            new_id = {old.pk: copy.pk for old, copy in zip(originals, copies, strict=True)}
+            for original, copy in zip(originals, copies, strict=True):
+                copy.parent_id = new_id.get(original.parent_id) if original.parent_id else None
+                refs = copy.data.get("refs")
+                if isinstance(refs, dict):
+                    copy.data["refs"] = {k: new_id[v] for k, v in refs.items() if v in new_id}
+            Entry.objects.bulk_update(copies, ["parent", "data"], batch_size=500)
+            ChatSession.objects.filter(pk=new.pk).update(leaf_id=copies[-1].pk if copies else None)
+        new.refresh_from_db()
+        return new
+
+    def hand_off(
+        self, *, from_entry: Entry, seed: Sequence[dict[str, Any]], generation_id: str = ""
+    ) -> ChatSession:
+        """The session this one continues in, made in one transaction (SPEC B6): its lineage,
+        its seed entries (`seed`: the fields of each, the handoff message first), and the
+        prompts still queued here (B10). A running generation's claim moves with them, so it
+        goes on in the new session."""
+        with transaction.atomic():
+            new = ChatSession.objects.create(
+                owner_id=self.owner_id,
+                model=self.model,
+                title=self.title,
+                parent_session=self,
+                handed_off_from=from_entry,
+                chain_root_id=self.chain_id,
+                part=self.part + 1,
+            )
+            for fields in seed:
+                new.append(**fields)
+            self.pending_prompts.update(session=new)
+            if generation_id:
+                self._move_claim(new, generation_id)
+        return new
+
+    def _move_claim(self, new: ChatSession, generation_id: str) -> None:
+        claim = ChatSession.objects.filter(pk=self.pk).values(
+            "generation_kind",
+            "generation_channel",
+            "generation_started_at",
+            "generation_lease_until",
+        )[0]
+        ChatSession.objects.filter(pk=new.pk).update(generation_id=generation_id, **claim)
+        ChatSession.objects.filter(pk=self.pk, generation_id=generation_id).update(**UNCLAIMED)
+
+    # --- what it runs on --------------------------------------------------------------------
+    def change_model(self, model: str) -> Entry:
+        """Run the session on another model from now on, recorded as the reference agent does."""
+        provider = "agentweb" if model == "local" else "anthropic"
+        with transaction.atomic():
+            fields = {"provider": provider, "modelId": model}
+            entry = self.append(kind=Entry.Kind.MODEL_CHANGE, data={"fields": fields})
+            ChatSession.objects.filter(pk=self.pk).update(model=model)
+        self.model = model
+        return entry
+
+    def change_thinking(self, level: str) -> Entry:
+        """Think at another level from now on, recorded as the reference agent does."""
+        with transaction.atomic():
+            fields = {"thinkingLevel": level}
+            entry = self.append(kind=Entry.Kind.THINKING_LEVEL_CHANGE, data={"fields": fields})
+            ChatSession.objects.filter(pk=self.pk).update(thinking_level=level)
+        self.thinking_level = level
+        return entry
+
+    # --- care -------------------------------------------------------------------------------
+    def rename(self, title: str) -> str:
+        """Give the session a title; returns why it was refused (empty: renamed)."""
+        title = title.strip()
+        if not title:
+            return TITLE_REQUIRED
+        try:
+            MaxLengthValidator(ChatSession._meta.get_field("title").max_length)(title)
+        except ValidationError as error:
+            return " ".join(error.messages)
+        self.title = title
+        ChatSession.objects.filter(pk=self.pk).update(title=title)
+        return ""
+
+    def set_pinned(self, pinned: bool) -> None:
+        self.pinned = pinned
+        ChatSession.objects.filter(pk=self.pk).update(pinned=pinned)
+
+    def set_archived(self, archived: bool) -> None:
+        """Archived sessions leave the list (search still finds them); unarchived, they return."""
+        self.archived_at = timezone.now() if archived else None
+        ChatSession.objects.filter(pk=self.pk).update(archived_at=self.archived_at)
+
+    def soft_delete(self, *, whole_chain: bool = False) -> int:
+        """Delete the session (or every session of its chain), restorable for a while (see
+        `sessions.care`); how many."""
+        kept = ChatSession.objects.filter(ChatSession.kept(), owner_id=self.owner_id)
+        chosen = kept.filter(self.in_chains([self.chain_id]) if whole_chain else Q(pk=self.pk))
+        return chosen.update(deleted_at=timezone.now())

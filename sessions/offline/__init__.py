@@ -1,0 +1,5 @@
+"""The offline model: what it says (reply.py) and how it writes a document (summariser.py)."""
+
+from .reply import OfflineModel, respond
+
+__all__ = ["OfflineModel", "respond"]

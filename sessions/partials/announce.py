@@ -1,0 +1,36 @@
+"""Changes made outside a generation (a view, a slash command), rendered and shown in every tab
+of the session (`sessions.tabs`). Synchronous: call them from a view or a database call."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .. import status, tabs
+from ..models import ChatSession, Entry
+from ..todos import Todo
+from . import entry as entry_partial
+from . import status as status_partial
+from . import title as title_partial
+from . import todo_panel, transcript
+
+
+def entry(session_id: int, added: Entry) -> None:
+    """A new entry (a model or thinking change) and the status line after it."""
+    session, line = status.read_by_id(session_id)
+    html = entry_partial(added) + status_partial(session, line)
+    tabs.announce_entry(session_id, added.pk, html)
+
+
+def title(session_id: int) -> None:
+    """The session's title, as it is now (renamed)."""
+    tabs.announce(session_id, title_partial(ChatSession.objects.get(pk=session_id)))
+
+
+def branch(session_id: int) -> None:
+    """The session's branch, just switched: its transcript and status line."""
+    session, line = status.read_by_id(session_id)
+    tabs.announce(session_id, transcript(session) + status_partial(session, line))
+
+
+def todos(session: ChatSession, todo_list: Sequence[Todo], *, focus: str = "") -> None:
+    tabs.announce(session.pk, todo_panel(session, todo_list, focus=focus))

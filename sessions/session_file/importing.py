@@ -1,0 +1,177 @@
+"""Import: a session from the reference agent's file, every version (1: no ids, one linear
+branch in file order; 2 and 3: `id`/`parentId` trees), keeping the kinds agentweb does not run
+(model changes, labels, compactions …) as entries of their own."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from .. import context, store, thinking
+from ..content import text_of, title_from
+from ..models import ChatSession, Entry
+from ..providers import catalog
+from .reading import InvalidSessionFile, parents_of, parse
+
+STATUSES = {"aborted": Entry.Status.ABORTED, "error": Entry.Status.FAILED}
+# Message fields with columns of their own; every other field is kept in `data["message"]`.
+MESSAGE_COLUMNS = (
+    "role", "content", "timestamp", "model", "stopReason", "errorMessage", "agentwebPurpose"
+)  # fmt: skip
+# Fields that name another entry of the file: kept as entry keys, written back as new ids.
+REFERENCES = ("firstKeptEntryId", "fromId", "targetId")
+
+
+def import_jsonl(owner: User, lines: list[str]) -> ChatSession:
+    """Create a session from session-file lines, all or nothing."""
+    rows = list(parse(lines))
+    if not rows:
+        raise InvalidSessionFile(
+            "Line 1: the file is empty; a session file starts with a session header."
+        )
+    header = rows[0][1]
+    entries = rows[1:]
+    parents = parents_of(header, entries)
+    with transaction.atomic():
+        # It runs on this server's default model; the file's model is shown, not used.
+        session = ChatSession.objects.create(
+            owner=owner, model=catalog.default_model(), title=str(header.get("title") or "")[:200]
+        )
+        created = [_entry(session, number, line).derive() for number, line in entries]
+        created = Entry.objects.bulk_create(created)
+        by_key = {key: entry for (key, _), entry in zip(parents, created, strict=True)}
+        for (_, parent_key), entry in zip(parents, created, strict=True):
+            entry.parent = by_key[parent_key] if parent_key is not None else None
+        Entry.objects.bulk_update(created, ["parent"], batch_size=500)
+        _resolve_references(created, by_key, [key for key, _ in parents])
+        leaf = created[-1] if created else None
+        branch = store.branch_ending_at(leaf.pk if leaf else None, created)
+        ChatSession.objects.filter(pk=session.pk).update(
+            leaf=leaf,
+            title=session.title or _title(created),
+            imported_model=_file_model(header, branch)[:200],
+            cwd=str(header.get("cwd") or "")[:500],
+            context_tokens=context.context_tokens(branch),
+            thinking_level=thinking.level_on(branch),
+        )
+    session.refresh_from_db()
+    return session
+
+
+def _resolve_references(created: list[Entry], by_key: dict[str, Entry], keys: list[str]) -> None:
+    """Point `firstKeptEntryId`, `fromId` and `targetId` at entries of the new session.
+
+    Version 1 compactions give `firstKeptEntryIndex`, an index into the file's lines with
+    the header at 0 (so entry i of the file is line i + 1), as the reference agent reads it.
+    """
+    changed = []
+    for entry in created:
+        fields = entry.data.get("fields")
+        if not isinstance(fields, dict):
+            continue
+        refs: dict[str, int] = {}
+        for name in REFERENCES:
+            target = by_key.get(fields[name]) if isinstance(fields.get(name), str) else None
+            if target is not None:
+                refs[name] = target.pk
+        index = fields.get("firstKeptEntryIndex")
+        if isinstance(index, int) and not isinstance(index, bool) and 1 <= index <= len(keys):
+            refs["firstKeptEntryId"] = by_key[keys[index - 1]].pk
+        if refs:
+            entry.data["refs"] = refs
+            changed.append(entry)
+    Entry.objects.bulk_update(changed, ["data"], batch_size=500)
+
+
+def _file_model(header: dict[str, Any], branch: list[Entry]) -> str:
+    """The model the file last ran on: its last model change or reply on the branch, or the
+    header's (the reference agent's rule), as `provider/model`."""
+    for entry in reversed(branch):
+        fields = entry.data.get("fields", {})
+        if entry.kind == Entry.Kind.MODEL_CHANGE and (fields.get("modelId") or fields.get("model")):
+            return _model_name(fields.get("provider"), fields.get("modelId") or fields["model"])
+        if entry.kind == Entry.Kind.MESSAGE and entry.role == Entry.Role.ASSISTANT and entry.model:
+            return _model_name(entry.data.get("message", {}).get("provider"), entry.model)
+    model = header.get("modelId") or header.get("model")
+    return _model_name(header.get("provider"), model) if model else ""
+
+
+def _model_name(provider: Any, model: Any) -> str:
+    return f"{provider}/{model}" if provider else str(model)
+
+
+def _timestamp(line: dict[str, Any]) -> datetime:
+    value = line.get("timestamp")
+    moment = parse_datetime(value) if isinstance(value, str) else None
+    if moment is not None and timezone.is_naive(moment):
+        moment = moment.replace(tzinfo=UTC)  # the reference agent writes UTC
+    return moment or timezone.now()
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return [block for block in content if isinstance(block, dict)]
+    return []
+
+
+def _entry(session: ChatSession, number: int, line: dict[str, Any]) -> Entry:
+    kind = line["type"]
+    base: dict[str, Any] = {"session": session, "kind": kind, "created_at": _timestamp(line)}
+    if kind == Entry.Kind.MESSAGE:
+        message = line["message"]
+        usage = message.get("usage") if isinstance(message.get("usage"), dict) else {}
+        data: dict[str, Any] = {
+            "message": {k: v for k, v in message.items() if k not in MESSAGE_COLUMNS}
+        }
+        if message.get("agentwebPurpose"):
+            data["purpose"] = message["agentwebPurpose"]
+        return Entry(
+            **base,
+            role=str(message.get("role", "")),
+            content=_blocks(message.get("content")),
+            status=STATUSES.get(message.get("stopReason", ""), Entry.Status.COMPLETE),
+            error=str(message.get("errorMessage") or ""),
+            model=str(message.get("model") or ""),
+            input_tokens=int(usage.get("input") or 0),
+            output_tokens=int(usage.get("output") or 0),
+            cache_read_tokens=int(usage.get("cacheRead") or 0),
+            cache_write_tokens=int(usage.get("cacheWrite") or 0),
+            data=data,
+        )
+    if kind == Entry.Kind.CUSTOM_MESSAGE:
+        details = line.get("details")
+        return Entry(
+            **base,
+            custom_type=str(line.get("customType", "")),
+            content=_blocks(line.get("content")),
+            display=bool(line.get("display", True)),
+            data=details if isinstance(details, dict) else {},
+        )
+    fields = {k: v for k, v in line.items() if k not in ("type", "id", "parentId", "timestamp")}
+    text = fields.get("summary") or fields.get("label") or ""
+    custom_data = fields.get("data")
+    if isinstance(custom_data, dict) and isinstance(custom_data.get("text"), str):
+        text = custom_data["text"]
+    return Entry(
+        **base,
+        custom_type=str(fields.get("customType", "")),
+        content=[{"type": "text", "text": str(text)}] if text else [],
+        display=bool(fields.pop("display", False)),
+        data={"fields": fields},
+    )
+
+
+def _title(entries: list[Entry]) -> str:
+    """The title of the first user message with words, as a new session gets its own."""
+    for entry in entries:
+        is_user = entry.kind == Entry.Kind.MESSAGE and entry.role == Entry.Role.USER
+        if is_user and (title := title_from(text_of(entry.content))):
+            return title
+    return "Imported session"

@@ -1,0 +1,48 @@
+"""Every tab: the channel-layer groups a socket joins (the tabs of a session, the sockets of a
+user), and what is sent to all of them outside a generation's numbered events.
+
+What is sent is html the caller rendered: a view or a consumer renders a partial, a job its
+events. This room only knows where it goes.
+"""
+
+from __future__ import annotations
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+
+def session_group(session_id: int) -> str:
+    """Every tab of the session, in any process: a generation's events go here."""
+    return f"session.{session_id}"
+
+
+def user_group(user_id: int) -> str:
+    """Every socket of one user, so signing out can close those of that sign-in."""
+    return f"user.{user_id}"
+
+
+async def show(session_id: int, html: str) -> None:
+    """Show this in every tab of the session."""
+    await get_channel_layer().group_send(
+        session_group(session_id), {"type": "session.update", "html": html}
+    )
+
+
+def announce(session_id: int, html: str) -> None:
+    """`show`, from synchronous code (a view, a database call)."""
+    async_to_sync(show)(session_id, html)
+
+
+def announce_entry(session_id: int, entry_id: int, html: str) -> None:
+    """An entry added outside a generation (a model change), in every tab once: a tab that
+    resynced since has it already."""
+    async_to_sync(get_channel_layer().group_send)(
+        session_group(session_id), {"type": "session.entry", "entry": entry_id, "html": html}
+    )
+
+
+def close_sockets_of(user_id: int, login: str) -> None:
+    """Close the sockets opened with sign-in `login` (every socket of the user when empty)."""
+    async_to_sync(get_channel_layer().group_send)(
+        user_group(user_id), {"type": "user.logout", "login": login}
+    )

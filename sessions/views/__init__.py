@@ -1,0 +1,45 @@
+"""Thin views: look up the user's own session, hand the template what it shows, or do what
+was asked through the session's own methods and show the change in every tab."""
+
+from .actions import (
+    care_for,
+    change_model,
+    change_thinking,
+    edit_todos,
+    fork,
+    rename,
+    restore,
+    switch_branch,
+)
+from .compare import compare, compare_choice
+from .pages import (
+    earlier_entries,
+    export,
+    import_session,
+    index,
+    new_session,
+    preferences,
+    session_page,
+    tree,
+)
+
+__all__ = [
+    "care_for",
+    "change_model",
+    "change_thinking",
+    "compare",
+    "compare_choice",
+    "earlier_entries",
+    "edit_todos",
+    "export",
+    "fork",
+    "import_session",
+    "index",
+    "new_session",
+    "preferences",
+    "rename",
+    "restore",
+    "session_page",
+    "switch_branch",
+    "tree",
+]

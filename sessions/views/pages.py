@@ -1,0 +1,166 @@
+"""The pages: the session list (with search and import), a session, its earlier entries and
+its tree, an export, the preferences."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from .. import (
+    care,
+    commands,
+    listing,
+    partials,
+    search,
+    session_file,
+    status,
+    store,
+    todos,
+    transcript,
+)
+from ..forms import ImportForm, PreferencesForm, RenameForm
+from ..models import ChatSession, Entry, Preferences
+from ..providers import catalog
+from .base import AuthenticatedRequest, own_session
+
+
+def index(request: AuthenticatedRequest) -> HttpResponse:
+    query = request.GET.get("q", "").strip()[:200]
+    archived = request.GET.get("archived") == "1" and not query
+    care.purge(request.user)
+    page, chains = listing.chain_page(
+        request.user, query, request.GET.get("page"), archived=archived
+    )
+    hits = search.find(request.user, query) if query else []
+    return render(
+        request,
+        "sessions/index.html",
+        {
+            "page": page,
+            "chains": chains,
+            "query": query,
+            "archived": archived,
+            "archived_count": ChatSession.objects.filter(
+                ChatSession.kept(), owner=request.user, archived_at__isnull=False
+            ).count(),
+            "deleted": care.recently_deleted(request.user),
+            "hits": hits,
+            "default_model": catalog.default_model(),
+            "import_form": ImportForm(),
+        },
+    )
+
+
+@require_POST
+def new_session(request: AuthenticatedRequest) -> HttpResponse:
+    session = ChatSession.objects.create(owner=request.user, model=catalog.default_model())
+    return redirect(session)
+
+
+def _end_around(outline: list[tuple[int, str]], at: str) -> int:
+    """Where a window showing entry `at` ends: the end, unless the entry is older than the
+    latest window; then half a window past it."""
+    ids = [pk for pk, _ in outline]
+    index = ids.index(int(at)) if at.isdigit() and int(at) in ids else len(ids)
+    if index >= len(ids) - transcript.WINDOW:
+        return len(ids)
+    return min(len(ids), index + transcript.WINDOW // 2)
+
+
+def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
+    """The session's latest entries; with `?at=<entry id>` (a search result), the entries
+    around that one, however old."""
+    session = own_session(request, session_id)
+    outline = store.branch_outline(session)
+    after = outline[-1][0] if outline else 0
+    end = _end_around(outline, request.GET.get("at", ""))
+    before = outline[end][0] if end < len(outline) else None
+    context = {
+        **partials.status_context(session, status.read(session)),
+        **transcript.window(outline, before),
+        "newer_hidden": len(outline) - end,
+        "children": list(session.children.order_by("created_at")),
+        "forks": list(ChatSession.objects.filter(forked_from__session=session).order_by("pk")),
+        "commands": commands.REGISTRY.values(),
+        "ws_url": f"/ws/sessions/{session.pk}/?after={after}",
+        "live_text": None,
+        "rename_form": RenameForm(initial={"title": session.title}),
+    }
+    todo_list = todos.state(session, branch=(pk for pk, _ in outline)).todos
+    context.update(todo_list=todo_list, todo_summary=partials.todo_summary(todo_list))
+    context["off_branch"] = _off_branch(session, outline, request.GET.get("at", ""))
+    return render(request, "sessions/session.html", context)
+
+
+def _off_branch(session: ChatSession, outline: store.Outline, at: str) -> int | None:
+    """Entry `at` (a search result) when it is in the session but not on the branch shown."""
+    if not at.isdigit() or any(pk == int(at) for pk, _ in outline):
+        return None
+    found = Entry.objects.filter(session=session, pk=int(at)).exists()
+    return int(at) if found else None
+
+
+def earlier_entries(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
+    """The window of entries before `?before=<entry id>`, for "Show earlier messages"."""
+    session = own_session(request, session_id)
+    try:
+        before = int(request.GET.get("before", ""))
+    except ValueError:
+        before = None
+    context = {
+        "session": session,
+        "with_entries": True,
+        **transcript.window(store.branch_outline(session), before),
+    }
+    return render(request, "sessions/session.html#earlier", context)
+
+
+def tree(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
+    """Every branch of the session (the reference agent's /tree): any entry is a jump away."""
+    session = own_session(request, session_id)
+    return render(request, "sessions/tree.html", {"session": session, "rows": store.tree(session)})
+
+
+def export(request: AuthenticatedRequest, session_id: int, fmt: str) -> HttpResponseBase:
+    session = own_session(request, session_id)
+    filename = f"agentweb-session-{session.pk}.{fmt}"
+    response: HttpResponseBase
+    if fmt == "md":
+        response = HttpResponse(session_file.export_markdown(session), content_type="text/markdown")
+    else:
+        response = StreamingHttpResponse(
+            session_file.export_jsonl(session), content_type="application/x-ndjson"
+        )
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@require_POST
+def import_session(request: AuthenticatedRequest) -> HttpResponse:
+    form = ImportForm(request.POST, request.FILES)
+    if not form.is_valid():
+        messages.error(request, " ".join(str(e) for errors in form.errors.values() for e in errors))
+        return redirect("chat:index")
+    upload = form.cleaned_data["file"]
+    try:
+        lines = session_file.read_lines(upload, upload.size)
+        session = session_file.import_jsonl(request.user, lines)
+    except session_file.InvalidSessionFile as error:
+        messages.error(request, f"Could not import {upload.name}: {error}")
+        return redirect("chat:index")
+    messages.success(request, f"Imported {upload.name}.")
+    return redirect(session)
+
+
+def preferences(request: AuthenticatedRequest) -> HttpResponse:
+    prefs, _ = Preferences.objects.get_or_create(user=request.user)
+    form = PreferencesForm(request.POST or None, instance=prefs)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        messages.success(request, "Preferences saved.")
+        return redirect("chat:preferences")
+    context = {"form": form, "title_model": settings.AGENTWEB_TITLE_MODEL}
+    return render(request, "sessions/preferences.html", context)
