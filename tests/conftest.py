@@ -20,6 +20,15 @@ from sessions.models import ChatSession
 from .fake_anthropic import FakeAnthropic
 
 FAKE_MODEL = "claude-fake-test"
+# The six sections of a handoff document (SPEC H4), as a test writes them.
+SIX_SECTIONS = (
+    "Goal",
+    "Constraints & Preferences",
+    "Progress",
+    "Key Decisions",
+    "Critical Context",
+    "Next Steps",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -160,7 +169,9 @@ async def open_tab() -> AsyncIterator[Callable[..., Any]]:
         return connected, tab
 
     yield open_
-    await generation.wait_idle()
+    # Whatever the test left running ends here, cancelled and awaited: it never reaches the
+    # next test (a job that cannot be stopped fails this one).
+    await generation.stop_all()
     for tab in tabs:
         await tab.ws.disconnect()
 

@@ -78,6 +78,13 @@ class Reply:
         return cls(chunks=[*before, *(after or ["."])], hold_after=len(before))
 
     @classmethod
+    def held_tokens(cls, before: int, after: int = 1) -> Reply:
+        """`token0 ` … `token<before - 1> `, then held until the test releases it (or the
+        client leaves); then the other `after` tokens."""
+        tokens = [f"token{i} " for i in range(before + after)]
+        return cls.held(tokens[:before], tokens[before:])
+
+    @classmethod
     def slow(cls, tokens: int = 400, delay: float = 0.05) -> Reply:
         return cls(chunks=[f"token{i} " for i in range(tokens)], delay=delay)
 

@@ -10,12 +10,12 @@ import pytest
 from sessions import generation, handoff, store
 from sessions.models import ChatSession, Entry, PendingPrompt, Preferences
 
-from .conftest import FAKE_MODEL, db_async, make_session
+from .conftest import FAKE_MODEL, SIX_SECTIONS, db_async, make_session
 from .fake_anthropic import Reply
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
-DOCUMENT = "\n\n".join(f"## {section}\n{section} details." for section in handoff.SECTIONS)
+DOCUMENT = "\n\n".join(f"## {section}\n{section} details." for section in SIX_SECTIONS)
 
 
 @pytest.fixture
@@ -95,11 +95,11 @@ async def test_cancel_stops_the_automatic_handoff_and_the_prompt_is_sent_here(
     owner, small_window, open_tab
 ):
     await prefer(owner, 50)
-    small_window.enqueue(Reply.slow(tokens=300, delay=0.02), Reply.text("Answered here."))
+    small_window.enqueue(Reply.held_tokens(3, 297), Reply.text("Answered here."))
     old = await db_async(session_at)(owner, 6_000)
     _, tab = await open_tab(owner, old)
     await tab.send(message="go on")
-    await tab.until("token2 ")
+    await tab.until("token2 ")  # the handoff's document is held there
     await tab.send(action="cancel")
     await tab.until("Handoff cancelled")
     await tab.until("Answered here.")

@@ -48,11 +48,11 @@ async def test_a_prompt_streams_deltas_and_persists_the_reply(owner, fake_anthro
 async def test_cancel_stops_the_reply_and_keeps_the_partial_text_as_aborted(
     owner, fake_anthropic, open_tab
 ):
-    fake_anthropic.enqueue(Reply.slow(tokens=400, delay=0.02))
+    fake_anthropic.enqueue(Reply.held_tokens(4, 396))
     session = await db_async(make_session)(owner)
     _, tab = await open_tab(owner, session)
     await tab.send(message="Tell me a long story")
-    await tab.until("token3 ")
+    await tab.until("token3 ")  # and the stream is held there
     await tab.send(action="cancel")
     html = await tab.until("Cancelled")
     assert "status--aborted" in html
@@ -67,13 +67,15 @@ async def test_cancel_stops_the_reply_and_keeps_the_partial_text_as_aborted(
 async def test_a_prompt_sent_while_a_reply_streams_is_queued_and_sent_after_it(
     owner, fake_anthropic, open_tab
 ):
-    fake_anthropic.enqueue(Reply.slow(tokens=30, delay=0.02), Reply.text("second answer"))
+    fake_anthropic.enqueue(Reply.held_tokens(2, 28), Reply.text("second answer"))
     session = await db_async(make_session)(owner)
     _, tab = await open_tab(owner, session)
     await tab.send(message="first")
-    await tab.until("token1 ")
+    await tab.until("token1 ")  # the first reply is held mid-stream
     await tab.send(message="second")
     await tab.until("Queued")
+    assert len(fake_anthropic.requests) == 1  # nothing sent while the reply runs
+    fake_anthropic.release()
     await tab.until("second answer")
     await generation.wait_idle()
     texts = [e.text for e in await entries(session)]

@@ -10,12 +10,12 @@ import pytest
 from sessions import generation, handoff, store
 from sessions.models import ChatSession, Entry, Preferences
 
-from .conftest import db_async, make_session
+from .conftest import SIX_SECTIONS, db_async, make_session
 from .fake_anthropic import Reply
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
-SECTIONS = "\n\n".join(f"## {section}\n{section} details." for section in handoff.SECTIONS)
+SECTIONS = "\n\n".join(f"## {section}\n{section} details." for section in SIX_SECTIONS)
 COMPLETE = SECTIONS + (
     "\n\nThe crash is in src/importer/reader.py, raising KeyError: 'parentId'. "
     "We decided to stream the file line by line instead of loading it whole."
@@ -117,11 +117,11 @@ async def test_with_the_preference_claude_gets_one_round_to_work_them_in(
 
 async def test_cancel_during_the_amendment_cancels_the_handoff(owner, fake_anthropic, open_tab):
     await db_async(Preferences.objects.create)(user=owner, amend_handoff=True)
-    fake_anthropic.enqueue(Reply.text(SECTIONS), Reply.slow(tokens=300, delay=0.02))
+    fake_anthropic.enqueue(Reply.text(SECTIONS), Reply.held_tokens(3, 297))
     session = await db_async(session_with_facts)(owner)
     _, tab = await open_tab(owner, session)
     await tab.send(message="/handoff")
-    await tab.until("token2 ", timeout=20)
+    await tab.until("token2 ", timeout=20)  # the amendment is held there
     await tab.send(action="cancel")
     await tab.until("Handoff cancelled")
     assert await asyncio.to_thread(fake_anthropic.wait_for_disconnect, 5)

@@ -12,17 +12,16 @@ from sessions import generation, handoff
 from sessions.agent import AgentSession, HandoffCancelled
 from sessions.models import ChatSession, Entry, PendingPrompt, Preferences
 
-from .conftest import db_async, make_session
+from .conftest import SIX_SECTIONS, db_async, make_session
 from .fake_anthropic import Reply
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
-DOCUMENT = "\n\n".join(f"## {section}\n{section} details." for section in handoff.SECTIONS)
+DOCUMENT = "\n\n".join(f"## {section}\n{section} details." for section in SIX_SECTIONS)
 
 
-def document_reply(text: str = DOCUMENT, delay: float = 0.0) -> Reply:
-    reply = Reply.text(text, delay=delay)
-    return reply
+def document_reply(text: str = DOCUMENT) -> Reply:
+    return Reply.text(text)
 
 
 async def session_count() -> int:
@@ -122,12 +121,12 @@ async def test_a_handoff_switches_to_a_new_session_seeded_with_the_document_only
 async def test_cancel_closes_the_model_connection_and_creates_nothing(
     owner, fake_anthropic, open_tab
 ):
-    fake_anthropic.enqueue(Reply.slow(tokens=400, delay=0.02))
+    fake_anthropic.enqueue(Reply.held_tokens(3, 397))
     old = await db_async(make_session)(owner, exchanges=1)
     _, tab = await open_tab(owner, old)
     await tab.send(message="/handoff")
     await tab.until("Generating handoff")
-    await tab.until("token2 ")
+    await tab.until("token2 ")  # the document is held there
     await tab.send(action="cancel")
     await tab.until("Handoff cancelled")
     assert await asyncio.to_thread(fake_anthropic.wait_for_disconnect, 5)
@@ -141,7 +140,7 @@ async def test_a_generic_abort_during_a_handoff_never_leaks_the_partial_document
     owner, fake_anthropic
 ):
     """The reference agent switched with a partial document when its generic abort fired."""
-    fake_anthropic.enqueue(Reply.slow(tokens=400, delay=0.02))
+    fake_anthropic.enqueue(Reply.held_tokens(3, 397))
     old = await db_async(make_session)(owner, exchanges=1)
     streaming = asyncio.Event()
 
@@ -154,7 +153,7 @@ async def test_a_generic_abort_during_a_handoff_never_leaks_the_partial_document
     task = asyncio.create_task(agent.handoff())
     await asyncio.wait_for(streaming.wait(), 5)
     assert agent.is_generating_handoff
-    agent.abort()  # the generic prompt abort, not abort_handoff()
+    agent.abort()  # the generic prompt abort, not the handoff run's cancel
     with pytest.raises(HandoffCancelled):
         await task
     assert not agent.is_generating_handoff  # cleared in every outcome (H11)
@@ -191,11 +190,11 @@ async def test_a_failure_names_its_reason_is_recorded_and_creates_nothing(
 
 
 async def test_a_second_handoff_while_one_runs_is_refused(owner, fake_anthropic, open_tab):
-    fake_anthropic.enqueue(Reply.slow(tokens=100, delay=0.02))
+    fake_anthropic.enqueue(Reply.held_tokens(2, 98))
     old = await db_async(make_session)(owner, exchanges=1)
     _, tab = await open_tab(owner, old)
     await tab.send(message="/handoff")
-    await tab.until("token1 ")
+    await tab.until("token1 ")  # the document is held there
     await tab.send(message="/handoff again")
     await tab.until("already running")
     await tab.send(action="cancel")
@@ -206,13 +205,18 @@ async def test_a_second_handoff_while_one_runs_is_refused(owner, fake_anthropic,
 async def test_a_prompt_queued_during_the_handoff_is_delivered_in_the_new_session(
     owner, fake_anthropic, open_tab
 ):
-    fake_anthropic.enqueue(document_reply(delay=0.03), Reply.text("Answer in the new session."))
+    sections = DOCUMENT.split("\n\n")
+    fake_anthropic.enqueue(
+        Reply.held(sections[:1], ["\n\n" + s for s in sections[1:]]),
+        Reply.text("Answer in the new session."),
+    )
     old = await db_async(make_session)(owner, exchanges=1)
     _, tab = await open_tab(owner, old)
     await tab.send(message="/handoff")
-    await tab.until("Goal")
+    await tab.until("Goal")  # the document is held after its first section
     await tab.send(message="and then fix the tests")
     await tab.until("Queued")
+    fake_anthropic.release()
     new_id = redirected_session(await tab.until("data-url="))
     await generation.wait_idle()
     seed, question, answer = await entries_of(new_id)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from sessions import handoff
 from sessions.models import Entry
 
+from .conftest import SIX_SECTIONS
+
 
 def message(role: str, *blocks: dict, kind: str = Entry.Kind.MESSAGE) -> Entry:
     return Entry(kind=kind, role=role, content=list(blocks))
@@ -36,9 +38,20 @@ Half done.
 """
 
 
+def test_the_sections_are_the_six_of_the_reference_agent():
+    assert handoff.SECTIONS == (
+        "Goal",
+        "Constraints & Preferences",
+        "Progress",
+        "Key Decisions",
+        "Critical Context",
+        "Next Steps",
+    )
+
+
 def test_the_prompt_asks_for_the_six_sections_in_order():
     prompt = handoff.build_prompt()
-    positions = [prompt.index(f"## {section}") for section in handoff.SECTIONS]
+    positions = [prompt.index(f"## {section}") for section in SIX_SECTIONS]
     assert positions == sorted(positions)
     assert "Additional focus" not in prompt
 
@@ -83,7 +96,7 @@ def test_missing_and_empty_sections_are_reported_by_name():
 
 
 def test_headings_match_whatever_their_level_casing_emphasis_or_and():
-    document = "\n".join(f"### **{s.upper().replace('&', 'and')}**\ntext" for s in handoff.SECTIONS)
+    document = "\n".join(f"### **{s.upper().replace('&', 'and')}**\ntext" for s in SIX_SECTIONS)
     assert handoff.check_structure(document).ok
 
 

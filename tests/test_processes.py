@@ -7,6 +7,7 @@ talk to the fake Anthropic server through the real SDK.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -90,6 +91,10 @@ async def open_socket() -> AsyncIterator[Any]:
 
     yield open_
     for connection in opened:
+        # Whatever the test left running in a server process is cancelled (a Cancel reaches
+        # the job wherever it runs), so that it never reaches the next test.
+        with contextlib.suppress(Exception):
+            await connection.send(json.dumps({"action": "cancel"}))
         await connection.close()
 
 
@@ -104,12 +109,12 @@ async def test_a_handoff_started_in_one_process_is_cancelled_from_another(
     owner, fake_anthropic, pair, open_socket
 ):
     a, b = pair
-    fake_anthropic.enqueue(Reply.slow(tokens=400, delay=0.02))
+    fake_anthropic.enqueue(Reply.held_tokens(4, 396))
     old = await db_async(make_session)(owner, exchanges=1)
     tab_a = await open_socket(a, owner, old)
     tab_b = await open_socket(b, owner, old)
     await tab_a.send(message="/handoff")
-    await tab_a.until("token2 ")
+    await tab_a.until("token3 ")  # the stream is held there
     await tab_b.until("token3 ")  # the other process's tab streams too
     await tab_b.send(action="cancel")
     assert await asyncio.to_thread(fake_anthropic.wait_for_disconnect, 5)
@@ -126,12 +131,14 @@ async def test_a_handoff_completes_its_switch_after_the_starting_tab_closes(
     owner, fake_anthropic, pair, open_socket
 ):
     a, _ = pair
-    fake_anthropic.enqueue(Reply.text("## Goal\nGo on.", delay=0.05))
+    fake_anthropic.enqueue(Reply.held(["## Goal\n"], ["Go on."]))
     old = await db_async(make_session)(owner, exchanges=1)
     tab = await open_socket(a, owner, old)
     await tab.send(message="/handoff")
     await tab.until("Generating handoff")
+    assert await asyncio.to_thread(fake_anthropic.wait_for_hold)  # the document is held
     await tab.connection.close()
+    fake_anthropic.release()
     new = await wait_until(lambda: ChatSession.objects.filter(parent_session=old).first())
     seed = await db_async(lambda: Entry.objects.get(session=new))()
     assert seed.custom_type == "handoff" and "Go on." in seed.text
@@ -143,16 +150,17 @@ async def test_only_one_generation_runs_per_session_across_processes(
     owner, fake_anthropic, pair, open_socket
 ):
     a, b = pair
-    fake_anthropic.enqueue(Reply.slow(tokens=50, delay=0.02), Reply.text("second"))
+    fake_anthropic.enqueue(Reply.held_tokens(2, 48), Reply.text("second"))
     session = await db_async(make_session)(owner, exchanges=1)
     tab_a = await open_socket(a, owner, session)
     tab_b = await open_socket(b, owner, session)
     await tab_a.send(message="first")
-    await tab_a.until("token1 ")
+    await tab_a.until("token1 ")  # the first reply is held mid-stream
     await tab_b.send(message="/handoff")
     await tab_b.until("already running")
     await tab_b.send(message="then this")
     await tab_b.until("Queued")
+    fake_anthropic.release()
     await tab_b.until("<p>second</p>")  # the persisted, rendered reply
     texts = await db_async(
         lambda: list(Entry.objects.filter(session=session).values_list("content", flat=True))

@@ -93,7 +93,7 @@ async def test_an_unreachable_api_is_a_network_error():
 
 @pytest.mark.asyncio
 async def test_cancelling_the_consumer_closes_the_connection_the_server_sees(fake_anthropic):
-    fake_anthropic.enqueue(Reply.slow(tokens=500, delay=0.02))
+    fake_anthropic.enqueue(Reply.held_tokens(1, 499))
     provider = anthropic_provider(fake_anthropic)
     first_token = asyncio.Event()
 

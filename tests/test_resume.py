@@ -33,15 +33,16 @@ def live_text(frames: list[str]) -> str:
 async def test_a_tab_opened_mid_stream_shows_the_text_so_far_without_gap_or_duplicate(
     owner, fake_anthropic, open_tab
 ):
-    fake_anthropic.enqueue(Reply.slow(tokens=60, delay=0.02))
+    fake_anthropic.enqueue(Reply.held_tokens(11, 49))
     session = await db_async(make_session)(owner)
     _, first = await open_tab(owner, session)
     await first.send(message="stream please")
-    await first.until("token10 ")
+    await first.until("token10 ")  # the stream is held there
     # The second page was rendered after the user message was saved.
     user_entry = await db_async(lambda: Entry.objects.filter(session=session).first())()
     _, second = await open_tab(owner, session, after=user_entry.pk)
-    frames = []
+    frames = [await second.until("token10 ")]  # the snapshot: the text so far
+    fake_anthropic.release()
     frames.append(await second.until("token59 "))  # it keeps streaming to the end
     final = await second.until("entry--assistant status--complete")
     await generation.wait_idle()
@@ -53,7 +54,7 @@ async def test_a_tab_opened_mid_stream_shows_the_text_so_far_without_gap_or_dupl
 
 
 async def test_two_tabs_both_stream_and_either_can_cancel(owner, fake_anthropic, open_tab):
-    fake_anthropic.enqueue(Reply.slow(tokens=400, delay=0.02))
+    fake_anthropic.enqueue(Reply.held_tokens(4, 396))
     session = await db_async(make_session)(owner)
     _, first = await open_tab(owner, session)
     _, second = await open_tab(owner, session)
@@ -71,12 +72,13 @@ async def test_two_tabs_both_stream_and_either_can_cancel(owner, fake_anthropic,
 
 
 async def test_a_tab_that_closes_does_not_stop_the_generation(owner, fake_anthropic, open_tab):
-    fake_anthropic.enqueue(Reply.slow(tokens=30, delay=0.01))
+    fake_anthropic.enqueue(Reply.held_tokens(2, 28))
     session = await db_async(make_session)(owner)
     _, tab = await open_tab(owner, session)
     await tab.send(message="go")
-    await tab.until("token1 ")
+    await tab.until("token1 ")  # the stream is held there
     await tab.close()
+    fake_anthropic.release()  # the rest streams to no tab
     await generation.wait_idle()
     reply = await db_async(lambda: Entry.objects.filter(session=session).last())()
     assert reply.status == Entry.Status.COMPLETE and reply.text.endswith("token29 ")

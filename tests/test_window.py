@@ -18,10 +18,10 @@ from sessions.context import Part
 from sessions.models import ChatSession, Entry
 from sessions.providers import catalog
 
-from .conftest import FAKE_MODEL, db_async
+from .conftest import FAKE_MODEL, SIX_SECTIONS, db_async
 from .fake_anthropic import Reply, count_tokens
 
-DOCUMENT = "\n\n".join(f"## {section}\n{section} details." for section in handoff.SECTIONS)
+DOCUMENT = "\n\n".join(f"## {section}\n{section} details." for section in SIX_SECTIONS)
 NOTES = "## Goal\nNotes goal.\n\n## Progress\nNotes progress."
 
 
@@ -179,12 +179,12 @@ async def test_cancel_while_notes_stream_closes_the_connection_and_creates_nothi
     owner, fake_anthropic, open_tab, settings
 ):
     offer_fake_model(settings, fake_anthropic, window_tokens=6_000)
-    fake_anthropic.responder = lambda body: Reply.slow(tokens=400, delay=0.02)
+    fake_anthropic.responder = lambda body: Reply.held_tokens(3, 397)
     session = await db_async(long_session)(owner)
     _, tab = await open_tab(owner, session)
     await tab.send(message="/handoff")
     await tab.until("Handoff notes, part 1 of", timeout=30)
-    await tab.until("token2 ")
+    await tab.until("token2 ")  # the first notes are held there
     await tab.send(action="cancel")
     await tab.until("Handoff cancelled")
     assert await asyncio.to_thread(fake_anthropic.wait_for_disconnect, 5)

@@ -16,6 +16,7 @@ from .api import (
     start,
     start_handoff,
     start_if_queued,
+    stop_all,
     submit,
     wait_idle,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "start",
     "start_handoff",
     "start_if_queued",
+    "stop_all",
     "submit",
     "wait_idle",
 ]

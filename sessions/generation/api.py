@@ -146,6 +146,17 @@ async def wait_idle(timeout: float = 30) -> None:
             await asyncio.gather(*running, return_exceptions=True)
 
 
+async def stop_all(timeout: float = 10) -> None:
+    """Cancel this process's jobs and the titles they write, and wait for them to end: each
+    keeps what it streamed, and gives up its claim (a server stopping; a test's teardown, so
+    that nothing it left running reaches the next)."""
+    running = [*RUNNING.values(), *titles.being_written()]
+    for task in running:
+        task.cancel()
+    async with asyncio.timeout(timeout):
+        await asyncio.gather(*running, return_exceptions=True)
+
+
 async def _new_generation() -> tuple[str, str]:
     """A generation's id and the job's own channel. The channel has the layer's default
     prefix: channels-redis demultiplexes all of a process's channels from one list, and a

@@ -11,14 +11,13 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
-from sessions import handoff
-
+from ..conftest import SIX_SECTIONS
 from ..fake_anthropic import Reply
 from .conftest import focus_by_tab, sign_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-DOCUMENT = "\n\n".join(f"## {section}\n{section} details." for section in handoff.SECTIONS)
+DOCUMENT = "\n\n".join(f"## {section}\n{section} details." for section in SIX_SECTIONS)
 CODE_REPLY = [
     "Like this:\n\n",
     "```python\n",

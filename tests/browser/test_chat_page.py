@@ -7,6 +7,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from ..fake_anthropic import Reply
+from .conftest import sign_in
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
@@ -50,8 +53,12 @@ def test_html_in_a_message_is_shown_as_text_and_runs_nothing(signed_in):
     assert dialogs == []
 
 
-def test_shift_enter_makes_a_new_line_and_cancel_stops_a_reply(signed_in):
-    page = signed_in
+def test_shift_enter_makes_a_new_line_and_cancel_stops_a_reply(
+    page, claude_url, fake_server, django_user_model
+):
+    fake_server.reset()
+    fake_server.enqueue(Reply.held(["A reply that "], ["never ends."]))
+    sign_in(page, claude_url, django_user_model, "impatient")
     page.get_by_role("button", name="New session").click()
     box = page.get_by_label("Message")
     box.fill("line one")
@@ -59,6 +66,7 @@ def test_shift_enter_makes_a_new_line_and_cancel_stops_a_reply(signed_in):
     box.type("line two")
     expect(box).to_have_value("line one\nline two")
     box.press("Enter")
+    expect(page.locator("#live-text")).to_have_text("A reply that ")  # held until cancelled
     cancel = page.get_by_role("button", name="Cancel")
     expect(cancel).to_be_visible()
     cancel.click()

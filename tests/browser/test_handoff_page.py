@@ -10,7 +10,9 @@ from playwright.sync_api import expect
 
 from sessions.models import ChatSession
 
-from ..conftest import make_session
+from ..conftest import FAKE_MODEL, make_session
+from ..fake_anthropic import Reply
+from .conftest import sign_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,8 +35,15 @@ def start_handoff(page, text="/handoff"):
 
 
 @pytest.mark.parametrize("how", ["button", "escape"])
-def test_cancelling_a_handoff_keeps_the_person_in_the_old_session(signed_in, conversation, how):
-    page = signed_in
+def test_cancelling_a_handoff_keeps_the_person_in_the_old_session(
+    page, claude_url, fake_server, django_user_model, how
+):
+    fake_server.reset()
+    fake_server.enqueue(Reply.held(["## Goal\n", "Ship the "], ["parser."]))  # held until cancelled
+    sign_in(page, claude_url, django_user_model, f"impatient-{how}")
+    user = User.objects.get(username=f"impatient-{how}")
+    conversation = make_session(user, model=FAKE_MODEL, exchanges=2)
+    page.goto(f"{claude_url}{conversation.get_absolute_url()}")
     start_handoff(page)
     if how == "button":
         page.get_by_role("button", name="Cancel").click()

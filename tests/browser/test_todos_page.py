@@ -8,8 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from sessions import handoff
-
+from ..conftest import SIX_SECTIONS
 from ..fake_anthropic import Reply
 from .conftest import ARTIFACTS, focus_by_tab, sign_in
 
@@ -28,7 +27,7 @@ DOCUMENT = "\n\n".join(
         "Progress": "- [x] Read the config loader\n- [ ] Rewrite the parser",
         "Next Steps": "1. Run the test suite\n2. Update the changelog",
     }.get(section, f"{section} details.")
-    for section in handoff.SECTIONS
+    for section in SIX_SECTIONS
 )
 
 
