@@ -39,14 +39,7 @@ Half done.
 
 
 def test_the_sections_are_the_six_of_the_reference_agent():
-    assert handoff.SECTIONS == (
-        "Goal",
-        "Constraints & Preferences",
-        "Progress",
-        "Key Decisions",
-        "Critical Context",
-        "Next Steps",
-    )
+    assert handoff.SECTIONS == SIX_SECTIONS  # written out, name by name, in conftest
 
 
 def test_the_prompt_asks_for_the_six_sections_in_order():

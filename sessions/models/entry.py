@@ -74,14 +74,14 @@ class Entry(models.Model):
         found = cls.objects.in_bulk(ids)
         return [found[entry_id] for entry_id in ids if entry_id in found]
 
-    def copy_to(self, session: Any) -> Entry:
+    def copy_to(self, session_id: int) -> Entry:
         """A copy of this entry for another session (unsaved; its parent is the caller's)."""
         fields = {
             field.attname: getattr(self, field.attname)
             for field in Entry._meta.concrete_fields
             if field.attname not in ("id", "session_id", "parent_id")
         }
-        return Entry(session_id=session.pk, **fields)
+        return Entry(session_id=session_id, **fields)
 
     def derive(self) -> Entry:
         """Fill the fields read from its content once, before it is first saved: the items it

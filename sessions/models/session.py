@@ -288,7 +288,7 @@ class ChatSession(models.Model):
                 thinking_level=level_on(originals),
             )
             copies = Entry.objects.bulk_create(
-                [original.copy_to(new) for original in originals], batch_size=500
+                [original.copy_to(new.pk) for original in originals], batch_size=500
             )
             new_id = {old.pk: copy.pk for old, copy in zip(originals, copies, strict=True)}
             for original, copy in zip(originals, copies, strict=True):
