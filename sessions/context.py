@@ -60,6 +60,7 @@ class Part:
     kept: bool = False
     error: bool = False
     name: str = ""  # the tool's name, for tool calls and results
+    call_id: str = ""  # the call a tool call part makes, or a tool result part answers
 
     @property
     def tokens(self) -> int:
@@ -93,10 +94,11 @@ def first_kept(entries: Sequence[EntryLike], at: int) -> int:
 
 
 def context_parts(entries: Sequence[EntryLike]) -> list[Part]:
-    """The branch's context as parts, in the order the model reads them."""
+    """The branch's context as parts, in the order the model reads them; every tool call has a
+    result (see `answered`)."""
     at = latest_compaction(entries)
     if at is None:
-        return [part for entry in entries for part in entry_parts(entry)]
+        return answered([part for entry in entries for part in entry_parts(entry)])
     compaction = entries[at]
     summary = compaction.data.get("fields", {}).get("summary") or compaction.text
     parts = [
@@ -106,11 +108,57 @@ def context_parts(entries: Sequence[EntryLike]) -> list[Part]:
         parts += [replace(part, kept=True) for part in entry_parts(entry)]
     for entry in entries[at + 1 :]:
         parts += entry_parts(entry)
-    return parts
+    return answered(parts)
+
+
+NO_RESULT = "No result provided"
+
+
+def answered(parts: Sequence[Part]) -> list[Part]:
+    """The parts, with the reference agent's synthetic error result after each tool call that got
+    none before the conversation went on (or before its end): no request tells the model of a
+    call without saying it never ran."""
+    shown: list[Part] = []
+    pending: dict[str, Part] = {}  # the latest reply's calls that have no result yet
+    for part in parts:
+        if part.kind == "tool_result":
+            pending.pop(part.call_id, None)
+        elif pending and (
+            part.role == USER or part.entry_id != next(iter(pending.values())).entry_id
+        ):
+            shown += _no_results(pending)
+        if part.kind == "tool_call":
+            pending[part.call_id] = part
+        shown.append(part)
+    return shown + _no_results(pending)
+
+
+def _no_results(pending: dict[str, Part]) -> list[Part]:
+    results = [
+        Part(USER, f"[Tool result: {call.name}, error]: {NO_RESULT}", "tool_result",
+             call.entry_id, kept=call.kept, error=True, name=call.name, call_id=call_id)
+        for call_id, call in pending.items()
+    ]  # fmt: skip
+    pending.clear()
+    return results
+
+
+def in_context(entry: EntryLike) -> bool:
+    """Whether an entry reaches the model at all. Not a reply that was cancelled or failed: the
+    reference agent leaves those out (a fragment is not something the model said, and it may
+    hold a tool call that never ran). Not a handoff's own exchange either: agentweb's request
+    for a document, and the document, are about the conversation, not part of it, and a
+    cancelled one must never reach a later request."""
+    if entry.data.get("purpose") == "handoff":
+        return False
+    stopped = entry.status in (Status.ABORTED, Status.FAILED)
+    return not (entry.kind == Kind.MESSAGE and entry.role == Role.ASSISTANT and stopped)
 
 
 def entry_parts(entry: EntryLike) -> list[Part]:
     """What one entry contributes to the context (nothing, for most kinds that are not messages)."""
+    if not in_context(entry):
+        return []
     if entry.kind == Kind.CUSTOM_MESSAGE:
         return _blocks_as_parts(USER, entry.content, "custom", entry.pk)
     if entry.kind == Kind.BRANCH_SUMMARY:
@@ -123,8 +171,6 @@ def entry_parts(entry: EntryLike) -> list[Part]:
         return []
     message = entry.data.get("message", {})
     if entry.role == Role.ASSISTANT:
-        if entry.status == Status.FAILED:
-            return []  # a failed reply's fragment is not something the model said
         return _assistant_parts(entry)
     if entry.role == Role.TOOL_RESULT:
         return _tool_result_parts(entry, message)
@@ -148,7 +194,8 @@ def _assistant_parts(entry: EntryLike) -> list[Part]:
         elif kind == "toolCall":
             name = str(block.get("name") or "tool")
             text = f"[Assistant tool call]: {tool_call_line(block)}"
-            parts.append(Part(ASSISTANT, text, "tool_call", entry.pk, name=name))
+            call_id = str(block.get("id") or f"{entry.pk}.{len(parts)}")
+            parts.append(Part(ASSISTANT, text, "tool_call", entry.pk, name=name, call_id=call_id))
     return parts
 
 
@@ -157,7 +204,9 @@ def _tool_result_parts(entry: EntryLike, message: dict[str, Any]) -> list[Part]:
     error = bool(message.get("isError"))
     body = "\n".join(block_texts(entry.content)) or "(no output)"
     label = f"[Tool result: {name}{', error' if error else ''}]"
-    return [Part(USER, f"{label}: {body}", "tool_result", entry.pk, error=error, name=name)]
+    call_id = str(message.get("toolCallId") or "")
+    text = f"{label}: {body}"
+    return [Part(USER, text, "tool_result", entry.pk, error=error, name=name, call_id=call_id)]
 
 
 def _blocks_as_parts(role: str, content: Any, kind: str, entry_id: int) -> list[Part]:
@@ -262,7 +311,7 @@ def context_tokens(entries: Sequence[EntryLike]) -> int:
         if (
             entry.kind == Kind.MESSAGE
             and entry.role == Role.ASSISTANT
-            and entry.status == Status.COMPLETE
+            and in_context(entry)
             and (used := usage_tokens(entry))
         ):
             return used + sum(part.tokens for e in entries[index + 1 :] for part in entry_parts(e))

@@ -20,7 +20,7 @@ from functools import lru_cache
 
 import ahocorasick
 
-from .context import first_kept, latest_compaction
+from .context import first_kept, in_context, latest_compaction
 from .items import KIND_LABELS, KIND_NAMES, Piece, concrete, entry_items, entry_pieces, normalise
 from .models import Entry
 
@@ -139,8 +139,9 @@ WEIGHT_FROM = 3.0  # below this salience an item does not count in the score
 
 
 def _is_read(entry: Entry) -> bool:
-    """The handoff exchanges themselves are not what a handoff must carry."""
-    return entry.data.get("purpose") != "handoff" and entry.custom_type != "handoff_notes"
+    """What a handoff must carry is what the conversation held: not the entries left out of its
+    context (the handoff exchanges, replies cancelled or failed), nor a handoff's notes."""
+    return in_context(entry) and entry.custom_type != "handoff_notes"
 
 
 def context_start(entries: Sequence[Entry]) -> int:

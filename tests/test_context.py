@@ -185,3 +185,48 @@ def test_a_generated_version_1_file_and_its_version_3_twin_give_the_same_context
     assert any(t.startswith("[Assistant tool call]: edit(path=") for t in texts)
     assert any(t.startswith("Ran `scripts/load-test.sh --rate 5000`") for t in texts)
     assert texts[-1].startswith("Before we go on: run scripts/load-test.sh")
+
+
+def test_a_branch_that_ends_on_an_unanswered_call_ends_with_its_synthetic_result():
+    parts = context.answered(
+        [
+            context.Part("user", "run it", "text", 1),
+            context.Part(
+                "assistant",
+                "[Assistant tool call]: bash()",
+                "tool_call",
+                2,
+                name="bash",
+                call_id="a",
+            ),
+            context.Part(
+                "assistant",
+                "[Assistant tool call]: read()",
+                "tool_call",
+                2,
+                name="read",
+                call_id="b",
+            ),
+            context.Part(
+                "user", "[Tool result: read]: ok", "tool_result", 3, name="read", call_id="b"
+            ),
+        ]
+    )
+    assert [part.text for part in parts] == [
+        "run it",
+        "[Assistant tool call]: bash()",
+        "[Assistant tool call]: read()",
+        "[Tool result: read]: ok",
+        "[Tool result: bash, error]: No result provided",
+    ]
+
+
+def test_a_reply_that_was_cancelled_or_failed_or_a_handoff_exchange_adds_nothing_to_the_context():
+    def entry(**fields):
+        return Entry(kind="message", content=[{"type": "text", "text": "x"}], **fields)
+
+    assert context.entry_parts(entry(role="assistant", status="aborted")) == []
+    assert context.entry_parts(entry(role="assistant", status="failed")) == []
+    assert context.entry_parts(entry(role="user", data={"purpose": "handoff"})) == []
+    assert context.entry_parts(entry(role="assistant", data={"purpose": "handoff"})) == []
+    assert [p.text for p in context.entry_parts(entry(role="assistant"))] == ["x"]

@@ -133,7 +133,8 @@ class AgentSession:
                     [{"type": "text", "text": text}],
                     data={"purpose": purpose} if purpose else {},
                 )
-            add_to_context(self.messages, Entry.Role.USER, text)
+            if not purpose:  # a handoff's request is sent as `prepare` says, never kept
+                add_to_context(self.messages, Entry.Role.USER, text)
             await self.emit("message_start", role=Entry.Role.USER, entry=user, purpose=purpose)
             await self.emit("message_end", role=Entry.Role.USER, entry=user, purpose=purpose)
             prepared = await prepare() if prepare else Prepared()

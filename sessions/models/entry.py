@@ -9,7 +9,7 @@ from django.db import models
 from django.utils import timezone
 
 from ..content import Kind, Role, Status, searchable, text_of
-from ..context import entry_parts
+from ..context import entry_parts, in_context
 from ..items import entry_items
 
 
@@ -98,9 +98,10 @@ class Entry(models.Model):
     @property
     def reported_context(self) -> int:
         """The context size its usage reports (a reply's), or 0. The API's input_tokens leave
-        out what it read from or wrote to its prompt cache; a handoff that sent a fitted
-        request reports the size of that request, not of the session's context."""
-        if not self.input_tokens or self.data.get("fitted"):
+        out what it read from or wrote to its prompt cache; a reply left out of the context (a
+        handoff's, a cancelled one) and a handoff that sent a fitted request report the size
+        of their own request, not of the session's context."""
+        if not self.input_tokens or self.data.get("fitted") or not in_context(self):
             return 0
         cached = self.cache_read_tokens + self.cache_write_tokens
         return self.input_tokens + cached + self.output_tokens

@@ -68,6 +68,11 @@ class ChatSession(models.Model):
     chain_root = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    # The session it was last handed off to (set by the switch, so the status line says where
+    # the work went on without a query).
+    continued_in = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     # Which part of its chain this session is: 1 for a first session, its parent's plus one for
     # one handed off (set when it is created, so showing it costs no query).
     part = models.PositiveIntegerField(default=1)
@@ -321,8 +326,10 @@ class ChatSession(models.Model):
             for fields in seed:
                 new.append(**fields)
             self.pending_prompts.update(session=new)
+            ChatSession.objects.filter(pk=self.pk).update(continued_in=new)
             if generation_id:
                 self._move_claim(new, generation_id)
+        self.continued_in = new
         return new
 
     def _move_claim(self, new: ChatSession, generation_id: str) -> None:

@@ -122,7 +122,10 @@ def status_context(session: ChatSession, line: StatusLine) -> dict[str, Any]:
         "session_usage": line.session_usage,
         "window": spec.window,
         "context_percent": round(share * 100),
-        "suggest_handoff": share >= settings.AGENTWEB_HANDOFF_SUGGEST_AT and not line.generating,
+        # A session handed off already says where it went on, instead of suggesting it again.
+        "suggest_handoff": share >= settings.AGENTWEB_HANDOFF_SUGGEST_AT
+        and not line.generating
+        and not session.continued_in_id,
         "models": catalog.offered(),
         "thinking_levels": thinking.LEVELS,
         "thinks": not spec.is_local,
