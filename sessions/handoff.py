@@ -36,6 +36,10 @@ NOTHING_TO_HAND_OFF = "Nothing to hand off (no messages yet)"
 CANCELLED = "Handoff cancelled"
 STARTED = "New session started with handoff context"
 NO_TEXT = "the model returned no text"
+OUTPUT_LIMIT = (
+    "the document stopped at {label}'s output limit of {tokens:,} tokens, even after one more "
+    "round to finish it"
+)
 
 PROMPT = """You are handing this conversation off to a fresh session that will see nothing \
 but the document you write now. Write a structured handoff document in markdown with \

@@ -12,7 +12,7 @@ import re
 import threading
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 # The fake's own tokenizer: not agentweb's estimate, so a budget that trusts its estimate
@@ -56,6 +56,21 @@ class Reply:
     signature: str = "fake-signature"  # the signature_delta that ends the thinking
     # tool_use blocks after the text: (tool name, its input as JSON text, sent in two pieces)
     tool_uses: list[tuple[str, str]] = field(default_factory=list)
+    stop_reason: str = ""  # set by the server: the reply stopped at the request's max_tokens
+
+    def within(self, max_tokens: int) -> Reply:
+        """The reply as the API sends it for `max_tokens`: text past the limit is never
+        written, and the stop reason says so (`max_tokens`)."""
+        kept: list[str] = []
+        used = 0
+        for chunk in self.chunks:
+            tokens = TOKEN.findall(chunk)
+            if used + len(tokens) > max_tokens:
+                kept.append("".join(tokens[: max_tokens - used]))
+                return replace(self, chunks=kept, tool_uses=[], stop_reason="max_tokens")
+            kept.append(chunk)
+            used += len(tokens)
+        return self
 
     @classmethod
     def tool(cls, name: str, arguments: Any, *, text: str = "", raw: str | None = None) -> Reply:
@@ -200,6 +215,8 @@ class FakeAnthropic:
                 reply = self.replies.popleft()
             else:
                 reply = self.responder(request["json"]) if self.responder else Reply()
+        if reply.mode == "text" and isinstance(request["json"].get("max_tokens"), int):
+            reply = reply.within(request["json"]["max_tokens"])
         if reply.mode == "status":
             message = reply.message or f"fake {reply.error_type}"
             await _respond_json(
@@ -349,7 +366,8 @@ def _events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:
             {
                 "type": "message_delta",
                 "delta": {
-                    "stop_reason": "tool_use" if reply.tool_uses else "end_turn",
+                    "stop_reason": reply.stop_reason
+                    or ("tool_use" if reply.tool_uses else "end_turn"),
                     "stop_sequence": None,
                 },
                 "usage": {"output_tokens": reply.output_tokens},

@@ -1,6 +1,7 @@
 """One `/handoff` run (SPEC §2): the request, fitted to the model's window (with notes when the
-session is too long), the document (H6), the coverage guard and its amendment round, and the
-switch to the new session (H8–H10, B6).
+session is too long), the document (H6), one round to finish a document that stopped at the
+model's output limit, the coverage guard and its amendment round, and the switch to the new
+session (H8–H10, B6).
 
 A run is an object with explicit state: `stage` says which step it is at, and `cancelled`
 that the user asked it to stop. A cancel aborts whatever streams now, and no later step runs:
@@ -18,7 +19,7 @@ from typing import Any, Protocol
 from channels.db import database_sync_to_async
 
 from .. import context, coverage, handoff, store, todos, window
-from ..context import USER
+from ..context import ASSISTANT, USER
 from ..coverage import Item
 from ..handoff import StructureReport
 from ..models import ChatSession, Entry, Preferences
@@ -43,10 +44,11 @@ class HandoffFailed(Exception):
 
 @dataclass
 class HandoffResult:
-    document: str
+    document: str  # what the new session starts with (agentweb's addendum included)
     report: StructureReport
     reply: Entry
     new_session: ChatSession | None = None  # None while the user reviews the document (B14)
+    written: str = ""  # the document as the model wrote it, before agentweb's addendum
 
 
 class Agent(Protocol):
@@ -74,8 +76,10 @@ class HandoffRun:
     def __init__(self, agent: Agent, focus: str = "") -> None:
         self.agent = agent
         self.focus = focus
-        self.stage = "starting"  # then request, notes, document, guard, amendment, switch
+        self.stage = "starting"  # then request, notes, document, continuation, guard, amendment,
+        # switch
         self.cancelled = False
+        self.sent: list[dict[str, Any]] = []  # the request the document answers
 
     def cancel(self) -> None:
         """Stop the run: what streams now is aborted, and no later step runs."""
@@ -99,9 +103,11 @@ class HandoffRun:
             purpose="handoff",
             prepare=lambda: self._request(branch, prompt_text, context_before),
         )
-        reply, document = self._document_of(reply)
-        reply, document = await self._guard(branch, reply, document)
-        result = HandoffResult(document, handoff.check_structure(document), reply)
+        reply, written = self._document_of(reply)
+        if _stopped_at_the_limit(reply):
+            reply, written = await self._finish(written)
+        reply, document = await self._guard(branch, reply, written)
+        result = HandoffResult(document, handoff.check_structure(document), reply, written=written)
         if await database_sync_to_async(_preference)(session, "review_handoff"):
             return result
         self._go_on("switch")
@@ -138,8 +144,9 @@ class HandoffRun:
         if plan.report():
             record["sent_tokens"] = plan.size(prompt_text, notes)
         intro = handoff.notes_intro(notes, len(plan.chunks), provider.spec.label)
+        self.sent = plan.messages(prompt_text, intro if notes else "")
         return Prepared(
-            messages=plan.messages(prompt_text, intro if notes else ""),
+            messages=self.sent,
             data={"handoff": record, **({"fitted": True} if plan.report() else {})},
         )
 
@@ -157,6 +164,32 @@ class HandoffRun:
         if not document.strip():
             raise HandoffFailed(handoff.NO_TEXT)
         return reply, document
+
+    async def _finish(self, document: str) -> tuple[Entry, str]:
+        """The document stopped at the model's output limit: one more streamed, cancellable
+        round, in which the model goes on with its own reply (the document so far ends the
+        request, as the start of its turn). A document that stops there again fails, naming
+        the limit: a cut-off document is never switched as if it were whole."""
+        self._go_on("continuation")
+        start = document.rstrip()  # the API refuses a turn's start that ends in white space
+        messages = [*self.sent, {"role": ASSISTANT, "content": [{"type": "text", "text": start}]}]
+        streamer = self.agent.streamer
+        streamer.begin()
+        try:
+            data = {"continuation": True, "fitted": True}
+            _, reply = await streamer.reply(
+                self.agent.session, "handoff", messages, Prepared(data=data)
+            )
+        finally:
+            streamer.end()
+        if reply.status == Entry.Status.COMPLETE and not _stopped_at_the_limit(reply):
+            return reply, start + handoff.extract_document([reply])
+        if reply.status == Entry.Status.FAILED and reply.error != handoff.NO_TEXT:
+            self._document_of(reply)  # a real failure, named as it is
+        if reply.status == Entry.Status.ABORTED or self.cancelled:
+            raise HandoffCancelled
+        spec = self.agent.provider.spec
+        raise HandoffFailed(handoff.OUTPUT_LIMIT.format(label=spec.label, tokens=spec.max_output))
 
     async def _guard(self, branch: list[Entry], reply: Entry, document: str) -> tuple[Entry, str]:
         """Before the switch: the salient items the document dropped are carried over anyway.
@@ -224,6 +257,10 @@ async def switch_failed(session: ChatSession, exc: Exception) -> HandoffFailed:
     failed = HandoffFailed(str(exc) or type(exc).__name__)
     await database_sync_to_async(session.append_custom)("handoff_failed", str(failed))
     return failed
+
+
+def _stopped_at_the_limit(reply: Entry) -> bool:
+    return bool(reply.data.get("message", {}).get("stopReason") == "length")
 
 
 def _preference(session: ChatSession, name: str) -> bool:

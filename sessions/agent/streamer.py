@@ -28,6 +28,10 @@ from .events import Emit
 
 log = logging.getLogger(__name__)
 
+# The API's stop reasons, as the reference agent's session file names them.
+STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
+                "tool_use": "toolUse"}  # fmt: skip
+
 
 @dataclass
 class Reply:
@@ -202,6 +206,8 @@ class Streamer:
             "cache_write_tokens": reply.usage.cache_write,
             "data": {**({"purpose": purpose} if purpose else {}), **prepared.data},
         }
+        if status == Entry.Status.COMPLETE:  # why it ended, as the reference agent records it
+            fields["data"]["message"] = {"stopReason": STOP_REASONS.get(reply.stop_reason, "stop")}
         await self.settle_partial()
         if not self.keep:  # the claim was lost: whoever took over keeps the saved partial
             await self.emit("message_end", role=Entry.Role.ASSISTANT, purpose=purpose)

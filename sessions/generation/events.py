@@ -41,6 +41,7 @@ class ReviewOffered:
     """B14: the generated document, for the user to edit before the switch."""
 
     reply: Entry
+    document: str  # as the model wrote it
 
 
 @dataclass(frozen=True)

@@ -154,7 +154,7 @@ class Job:
 
     async def handoff_succeeded(self, old_id: int, result: HandoffResult) -> None:
         if result.new_session is None:  # B14: the user reviews the document first
-            await self.relay.notify(ReviewOffered(result.reply))
+            await self.relay.notify(ReviewOffered(result.reply, result.written))
             return
         self.relay.appended.clear()
         await self.relay.notify(Switched(result.new_session), to_session=old_id)

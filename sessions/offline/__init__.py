@@ -1,5 +1,5 @@
 """The offline model: what it says (reply.py) and how it writes a document (summariser.py)."""
 
-from .reply import OfflineModel, respond
+from .reply import OfflineModel, go_on, respond
 
-__all__ = ["OfflineModel", "respond"]
+__all__ = ["OfflineModel", "go_on", "respond"]

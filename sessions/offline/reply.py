@@ -34,6 +34,8 @@ class OfflineModel:
     """The offline model's words, as `LocalProvider` asks for them."""
 
     def reply(self, messages: list[dict[str, Any]]) -> str:
+        if messages and messages[-1]["role"] == "assistant":
+            return go_on(messages[:-1], "\n".join(block_texts(messages[-1].get("content", ""))))
         return respond(messages)
 
     def tool_call(
@@ -45,6 +47,14 @@ class OfflineModel:
 
     def after_tools(self, results: list[dict[str, Any]]) -> str:
         return after_tools(results)
+
+
+def go_on(messages: list[dict[str, Any]], start: str) -> str:
+    """The rest of a reply that stopped at the output limit, given as the start of the model's
+    own turn (as the API continues a turn that ends the request): what the whole reply says
+    after `start`, or nothing when it would not begin so."""
+    whole = respond(messages)
+    return whole[len(start) :] if whole.startswith(start) else ""
 
 
 def todo_call(messages: list[dict[str, Any]]) -> ToolCall | None:

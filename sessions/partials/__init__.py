@@ -154,9 +154,9 @@ def composer_text(text: str) -> str:
     return render_to_string(f"{PAGE}#composer_text", {"text": text, "oob": True})
 
 
-def review(reply: Entry) -> str:
+def review(reply: Entry, document: str) -> str:
     """B14: the generated handoff document, editable, before the switch."""
-    return render_to_string(f"{PAGE}#review", {"reply": reply, "document": reply.text, "oob": True})
+    return render_to_string(f"{PAGE}#review", {"reply": reply, "document": document, "oob": True})
 
 
 def review_closed() -> str:

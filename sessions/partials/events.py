@@ -89,7 +89,7 @@ def _(event: Switched) -> str:
 
 @_render.register
 def _(event: ReviewOffered) -> str:
-    return review(event.reply)
+    return review(event.reply, event.document)
 
 
 @_render.register

@@ -78,6 +78,7 @@ class LocalProvider(Provider):
             call = self.responder.tool_call(messages, tools)
         if thinking_budget:
             reply = f"{IGNORES_THINKING}\n\n{reply}"
+        whole = reply
         reply = _at_most(reply, output)
         for token in TOKEN.findall(reply):
             if self.token_delay:
@@ -85,9 +86,12 @@ class LocalProvider(Provider):
             else:
                 await asyncio.sleep(0)
             yield TextDelta(token)
+        usage = Usage(input=tokens, output=estimate_tokens(reply))
+        if reply != whole:  # as a model stops at its limit, before any call it meant to make
+            yield StreamEnd(usage, "max_tokens")
+            return
         if call is not None:
             yield call
-        usage = Usage(input=tokens, output=estimate_tokens(reply))
         yield StreamEnd(usage, "tool_use" if call else "end_turn")
 
 
