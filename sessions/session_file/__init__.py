@@ -2,13 +2,12 @@
 (exporting.py); import, every version, checked before anything is written (reading.py,
 importing.py)."""
 
-from .exporting import entry_id, export_jsonl, export_markdown
+from .exporting import export_jsonl, export_markdown
 from .importing import import_jsonl
 from .reading import InvalidSessionFile, read_lines
 
 __all__ = [
     "InvalidSessionFile",
-    "entry_id",
     "export_jsonl",
     "export_markdown",
     "import_jsonl",

@@ -18,22 +18,39 @@ STOP_REASONS = {
 }
 
 
-def entry_id(entry: Entry) -> str:
-    return f"{entry.pk:08x}"
-
-
 def _iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def export_jsonl(session: ChatSession) -> Iterator[str]:
-    """The session as JSONL lines: the header, then every entry of the tree, the leaf last."""
-    header: dict[str, Any] = {
+    """The session as JSONL lines: the header, then every entry of the tree, the leaf last.
+
+    An imported session's lines are written back as its file gave them, field for field (only
+    a version-1 file's entries get ids, which it had none of); what agentweb wrote is written
+    in the reference agent's form."""
+    yield _json_line(_header(session))
+    entries = sorted(
+        Entry.objects.filter(session=session), key=lambda e: (e.pk == session.leaf_id, e.pk)
+    )
+    ids = _ids(entries)
+    for entry in entries:
+        yield _json_line(_entry_line(entry, ids))
+
+
+def _header(session: ChatSession) -> dict[str, Any]:
+    if session.file_header:  # imported: as the file had it, with the title it has now
+        header = {**session.file_header, "type": "session"}
+        if header.get("version", 1) == 1:
+            header["version"] = 3  # its entries get ids now, as version 3 has them
+        if "title" in header:
+            header["title"] = session.title
+        return header
+    header = {
         "type": "session",
         "version": 3,
         "id": f"agentweb-{session.pk}",
         "timestamp": _iso(session.created_at),
-        "cwd": "",
+        "cwd": session.cwd,
         "title": session.title,
         "modelId": session.model,
     }
@@ -42,12 +59,25 @@ def export_jsonl(session: ChatSession) -> Iterator[str]:
     elif session.forked_from_id:
         forked = Entry.objects.filter(pk=session.forked_from_id).values_list("session_id")
         header["parentSession"] = f"agentweb-{forked[0][0]}" if forked else None
-    yield _json_line(header)
-    entries = sorted(
-        Entry.objects.filter(session=session), key=lambda e: (e.pk == session.leaf_id, e.pk)
-    )
+    return header
+
+
+def _ids(entries: list[Entry]) -> dict[int, str]:
+    """Each entry's id in the file: the one its own file gave it, or one agentweb issues (never
+    one the file used already)."""
+    given = {entry.pk: entry.data["_file"]["id"] for entry in entries if _given(entry).get("id")}
+    taken = set(given.values())
+    ids = {}
     for entry in entries:
-        yield _json_line(_entry_line(entry))
+        issued = given.get(entry.pk) or f"{entry.pk:08x}"
+        ids[entry.pk] = issued if entry.pk in given or issued not in taken else f"{issued}-aw"
+    return ids
+
+
+def _given(entry: Entry) -> dict[str, Any]:
+    """What the entry's own file gave that agentweb keeps only to write it back ({}: none)."""
+    given = entry.data.get("_file")
+    return given if isinstance(given, dict) else {}
 
 
 LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\u0085": "\\u0085"}
@@ -61,51 +91,71 @@ def _json_line(value: dict[str, Any]) -> str:
     return line + "\n"
 
 
-def _entry_line(entry: Entry) -> dict[str, Any]:
+def _entry_line(entry: Entry, ids: dict[int, str]) -> dict[str, Any]:
+    given = _given(entry)
     line: dict[str, Any] = {
         "type": entry.kind,
-        "id": entry_id(entry),
-        "parentId": f"{entry.parent_id:08x}" if entry.parent_id else None,
-        "timestamp": _iso(entry.created_at),
+        "id": ids[entry.pk],
+        "parentId": ids.get(entry.parent_id) if entry.parent_id else None,
+        "timestamp": given.get("timestamp") or _iso(entry.created_at),
+        **given.get("extra", {}),
     }
     if entry.kind == Entry.Kind.MESSAGE:
-        message: dict[str, Any] = {
-            "role": entry.role,
-            "content": entry.content,
-            "timestamp": int(entry.created_at.timestamp() * 1000),
-            **entry.data.get("message", {}),
-        }
-        if entry.role == Entry.Role.ASSISTANT:
-            message.setdefault(
-                "usage",
-                {
-                    "input": entry.input_tokens,
-                    "output": entry.output_tokens,
-                    "cacheRead": entry.cache_read_tokens,
-                    "cacheWrite": entry.cache_write_tokens,
-                },
-            )
-            message.update(
-                model=entry.model, stopReason=STOP_REASONS.get(Entry.Status(entry.status), "stop")
-            )
-            if entry.error:
-                message["errorMessage"] = entry.error
-        if entry.data.get("purpose"):
-            message["agentwebPurpose"] = entry.data["purpose"]
-        line["message"] = message
+        line["message"] = _message(entry, given)
     elif entry.kind == Entry.Kind.CUSTOM_MESSAGE:
-        line.update(customType=entry.custom_type, content=entry.content, display=entry.display)
-        details = {k: v for k, v in entry.data.items() if k != "fields"}
+        line.update(customType=entry.custom_type, display=entry.display)
+        for name in given.get("absent", []):
+            line.pop(name, None)
+        if (content := _content(entry, given)) is not None:
+            line["content"] = content
+        details = {k: v for k, v in entry.data.items() if k not in ("fields", "_file")}
         if details:
             line["details"] = details
     elif "fields" in entry.data:  # a kind agentweb keeps but does not run: as it came
         line.update(entry.data["fields"])
         line.pop("firstKeptEntryIndex", None)  # version 1's form: written as an id instead
         for name, target in entry.data.get("refs", {}).items():
-            line[name] = f"{target:08x}"
+            line[name] = ids.get(target, f"{target:08x}")
     else:  # agentweb's own records (an interruption, a failed switch)
         line.update(customType=entry.custom_type, data={"text": entry.text}, display=entry.display)
     return line
+
+
+def _message(entry: Entry, given: dict[str, Any]) -> dict[str, Any]:
+    """The message as its file gave it, or as agentweb records a message it wrote."""
+    message: dict[str, Any] = {"role": entry.role}
+    if (content := _content(entry, given)) is not None:
+        message["content"] = content
+    message.update(entry.data.get("message", {}))
+    if given:
+        return message
+    message.setdefault("timestamp", int(entry.created_at.timestamp() * 1000))
+    if entry.role == Entry.Role.ASSISTANT:
+        message.setdefault(
+            "usage",
+            {
+                "input": entry.input_tokens,
+                "output": entry.output_tokens,
+                "cacheRead": entry.cache_read_tokens,
+                "cacheWrite": entry.cache_write_tokens,
+            },
+        )
+        message["model"] = entry.model
+        if entry.status != Entry.Status.COMPLETE or "stopReason" not in message:
+            message["stopReason"] = STOP_REASONS[Entry.Status(entry.status)]
+        if entry.error:
+            message["errorMessage"] = entry.error
+    if entry.data.get("purpose"):
+        message["agentwebPurpose"] = entry.data["purpose"]
+    return message
+
+
+def _content(entry: Entry, given: dict[str, Any]) -> Any:
+    """The content as it was given: blocks, text (a string), or nothing (None)."""
+    form = given.get("content")
+    if form == "absent":
+        return None
+    return entry.text if form == "string" else entry.content
 
 
 def export_markdown(session: ChatSession) -> str:

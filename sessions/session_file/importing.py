@@ -16,13 +16,10 @@ from .. import context, store, thinking
 from ..content import text_of, title_from
 from ..models import ChatSession, Entry
 from ..providers import catalog
-from .reading import InvalidSessionFile, parents_of, parse
+from .reading import InvalidSessionFile, has_ids, parents_of, parse
 
 STATUSES = {"aborted": Entry.Status.ABORTED, "error": Entry.Status.FAILED}
-# Message fields with columns of their own; every other field is kept in `data["message"]`.
-MESSAGE_COLUMNS = (
-    "role", "content", "timestamp", "model", "stopReason", "errorMessage", "agentwebPurpose"
-)  # fmt: skip
+LINE_KEYS = {"type", "id", "parentId", "timestamp"}  # what every entry's line has
 # Fields that name another entry of the file: kept as entry keys, written back as new ids.
 REFERENCES = ("firstKeptEntryId", "fromId", "targetId")
 
@@ -40,9 +37,17 @@ def import_jsonl(owner: User, lines: list[str]) -> ChatSession:
     with transaction.atomic():
         # It runs on this server's default model; the file's model is shown, not used.
         session = ChatSession.objects.create(
-            owner=owner, model=catalog.default_model(), title=str(header.get("title") or "")[:200]
+            owner=owner,
+            model=catalog.default_model(),
+            title=str(header.get("title") or "")[:200],
+            created_at=_timestamp(header),
+            file_header=header,
         )
-        created = [_entry(session, number, line).derive() for number, line in entries]
+        keys = [key for key, _ in parents] if has_ids(header, entries) else [None] * len(entries)
+        created = [
+            _entry(session, line, key).derive()
+            for (_, line), key in zip(entries, keys, strict=True)
+        ]
         created = Entry.objects.bulk_create(created)
         by_key = {key: entry for (key, _), entry in zip(parents, created, strict=True)}
         for (_, parent_key), entry in zip(parents, created, strict=True):
@@ -121,40 +126,20 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
     return []
 
 
-def _entry(session: ChatSession, number: int, line: dict[str, Any]) -> Entry:
+def _entry(session: ChatSession, line: dict[str, Any], key: str | None) -> Entry:
+    """The entry of one line. What the export needs to write the line back as it was given
+    goes in `data["_file"]` (its id, its timestamp's own text, the form of its content, the
+    fields it did not have); every other field is kept where agentweb reads it."""
     kind = line["type"]
+    given: dict[str, Any] = {"id": key} if key is not None else {}
+    if isinstance(line.get("timestamp"), str):
+        given["timestamp"] = line["timestamp"]
     base: dict[str, Any] = {"session": session, "kind": kind, "created_at": _timestamp(line)}
     if kind == Entry.Kind.MESSAGE:
-        message = line["message"]
-        usage = message.get("usage") if isinstance(message.get("usage"), dict) else {}
-        data: dict[str, Any] = {
-            "message": {k: v for k, v in message.items() if k not in MESSAGE_COLUMNS}
-        }
-        if message.get("agentwebPurpose"):
-            data["purpose"] = message["agentwebPurpose"]
-        return Entry(
-            **base,
-            role=str(message.get("role", "")),
-            content=_blocks(message.get("content")),
-            status=STATUSES.get(message.get("stopReason", ""), Entry.Status.COMPLETE),
-            error=str(message.get("errorMessage") or ""),
-            model=str(message.get("model") or ""),
-            input_tokens=int(usage.get("input") or 0),
-            output_tokens=int(usage.get("output") or 0),
-            cache_read_tokens=int(usage.get("cacheRead") or 0),
-            cache_write_tokens=int(usage.get("cacheWrite") or 0),
-            data=data,
-        )
+        return _message(base, line, given)
     if kind == Entry.Kind.CUSTOM_MESSAGE:
-        details = line.get("details")
-        return Entry(
-            **base,
-            custom_type=str(line.get("customType", "")),
-            content=_blocks(line.get("content")),
-            display=bool(line.get("display", True)),
-            data=details if isinstance(details, dict) else {},
-        )
-    fields = {k: v for k, v in line.items() if k not in ("type", "id", "parentId", "timestamp")}
+        return _custom_message(base, line, given)
+    fields = {k: v for k, v in line.items() if k not in LINE_KEYS}
     text = fields.get("summary") or fields.get("label") or ""
     custom_data = fields.get("data")
     if isinstance(custom_data, dict) and isinstance(custom_data.get("text"), str):
@@ -163,9 +148,61 @@ def _entry(session: ChatSession, number: int, line: dict[str, Any]) -> Entry:
         **base,
         custom_type=str(fields.get("customType", "")),
         content=[{"type": "text", "text": str(text)}] if text else [],
-        display=bool(fields.pop("display", False)),
-        data={"fields": fields},
+        display=bool(fields.get("display", False)),
+        data={"fields": fields, "_file": given},
     )
+
+
+def _message(base: dict[str, Any], line: dict[str, Any], given: dict[str, Any]) -> Entry:
+    message = line["message"]
+    usage = message.get("usage") if isinstance(message.get("usage"), dict) else {}
+    given.update(_content_form(message), extra=_extra(line, LINE_KEYS | {"message"}))
+    data: dict[str, Any] = {
+        "message": {k: v for k, v in message.items() if k not in ("role", "content")},
+        "_file": given,
+    }
+    if message.get("agentwebPurpose"):
+        data["purpose"] = message["agentwebPurpose"]
+    return Entry(
+        **base,
+        role=str(message.get("role", "")),
+        content=_blocks(message.get("content")),
+        status=STATUSES.get(message.get("stopReason", ""), Entry.Status.COMPLETE),
+        error=str(message.get("errorMessage") or ""),
+        model=str(message.get("model") or ""),
+        input_tokens=int(usage.get("input") or 0),
+        output_tokens=int(usage.get("output") or 0),
+        cache_read_tokens=int(usage.get("cacheRead") or 0),
+        cache_write_tokens=int(usage.get("cacheWrite") or 0),
+        data=data,
+    )
+
+
+def _custom_message(base: dict[str, Any], line: dict[str, Any], given: dict[str, Any]) -> Entry:
+    details = line.get("details")
+    own = {"customType", "content", "display", "details"}
+    given.update(_content_form(line), extra=_extra(line, LINE_KEYS | own))
+    given["absent"] = sorted(name for name in ("customType", "display") if name not in line)
+    data = dict(details) if isinstance(details, dict) else {}
+    return Entry(
+        **base,
+        custom_type=str(line.get("customType", "")),
+        content=_blocks(line.get("content")),
+        display=bool(line.get("display", True)),
+        data={**data, "_file": given},
+    )
+
+
+def _content_form(holder: dict[str, Any]) -> dict[str, str]:
+    """How the content was given, when it was not a list of blocks: as text, or not at all."""
+    if "content" not in holder:
+        return {"content": "absent"}
+    return {"content": "string"} if isinstance(holder["content"], str) else {}
+
+
+def _extra(line: dict[str, Any], known: set[str]) -> dict[str, Any]:
+    """The line's fields agentweb has no place for, kept as they were."""
+    return {name: value for name, value in line.items() if name not in known}
 
 
 def _title(entries: list[Entry]) -> str:

@@ -176,12 +176,17 @@ def _content_problem(content: Any) -> str:
     return ""
 
 
+def has_ids(header: dict[str, Any], entries: list[tuple[int, dict[str, Any]]]) -> bool:
+    """Whether the file's entries have ids of their own (versions 2 and 3): version 1's are one
+    linear branch in file order, and agentweb issues their ids."""
+    return header.get("version", 1) != 1 and any("id" in line for _, line in entries)
+
+
 def parents_of(
     header: dict[str, Any], entries: list[tuple[int, dict[str, Any]]]
 ) -> list[tuple[str, str | None]]:
     """(key, parent key) per entry, checked: known parents, unique ids, no cycles."""
-    version = header.get("version", 1)
-    if version == 1 or not any("id" in line for _, line in entries):
+    if not has_ids(header, entries):
         keys = [str(i) for i in range(len(entries))]
         return [(key, keys[i - 1] if i else None) for i, key in enumerate(keys)]
     pairs: list[tuple[str, str | None]] = []

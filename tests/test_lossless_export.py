@@ -1,0 +1,130 @@
+"""Lossless export: a session file imported and exported again gives back every field of every
+line as the file had it (only a version-1 file's entries get the ids they lacked), and a second
+round trip changes nothing."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+
+import pytest
+
+from bench.make_session import generate
+from sessions import session_file
+
+pytestmark = pytest.mark.django_db
+
+EVERY_KIND = [
+    {"type": "session", "version": 3, "id": "s-every-kind", "timestamp": "2025-02-01T10:00:00.000Z",
+     "cwd": "/home/dev/work/gateway", "title": "Every kind", "provider": "anthropic",
+     "modelId": "claude-sonnet-4-5", "thinkingLevel": "medium", "branchedFrom": "/tmp/old.jsonl",
+     "parentSession": "s-before"},
+    {"type": "message", "id": "u1", "parentId": None, "timestamp": "2025-02-01T10:00:01.000Z",
+     "message": {"role": "user", "content": "Fix the parser, please.", "timestamp": 1706781601000}},
+    {"type": "message", "id": "a1", "parentId": "u1", "timestamp": "2025-02-01T10:00:09Z",
+     "message": {"role": "assistant", "content": [
+         {"type": "thinking", "thinking": "Read it first.", "thinkingSignature": "sig"},
+         {"type": "text", "text": "Reading it."},
+         {"type": "toolCall", "id": "call_1", "name": "read", "arguments": {"path": "parser.py"}}],
+         "api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4-5",
+         "usage": {"input": 900, "output": 100, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 1000,
+                   "cost": {"input": 0.1, "output": 0.2, "cacheRead": 0, "cacheWrite": 0, "total": 0.3}},
+         "stopReason": "toolUse", "timestamp": 1706781609000}},
+    {"type": "message", "id": "r1", "parentId": "a1", "timestamp": "2025-02-01T10:00:10Z",
+     "message": {"role": "toolResult", "toolCallId": "call_1", "toolName": "read",
+                 "content": [{"type": "text", "text": "def parse(): ..."}], "isError": False,
+                 "details": {"lines": 1}, "timestamp": 1706781610000}},
+    {"type": "message", "id": "b1", "parentId": "r1", "timestamp": "2025-02-01T10:00:11Z",
+     "message": {"role": "bashExecution", "command": "pytest -q", "output": "1 failed",
+                 "exitCode": 1, "cancelled": False, "truncated": False, "timestamp": 1706781611000}},
+    {"type": "message", "id": "b2", "parentId": "b1", "timestamp": "2025-02-01T10:00:12Z",
+     "message": {"role": "bashExecution", "command": "env", "output": "SECRET=1", "exitCode": 0,
+                 "excludeFromContext": True, "timestamp": 1706781612000}},
+    {"type": "message", "id": "a2", "parentId": "b2", "timestamp": "2025-02-01T10:00:13Z",
+     "message": {"role": "assistant", "content": [{"type": "text", "text": "Half"}],
+                 "stopReason": "aborted", "errorMessage": "Request was aborted",
+                 "model": "claude-sonnet-4-5", "timestamp": 1706781613000}},
+    {"type": "model_change", "id": "m1", "parentId": "a2", "timestamp": "2025-02-01T10:00:14Z",
+     "provider": "anthropic", "modelId": "claude-opus-4-1"},
+    {"type": "thinking_level_change", "id": "t1", "parentId": "m1",
+     "timestamp": "2025-02-01T10:00:15Z", "thinkingLevel": "high"},
+    {"type": "compaction", "id": "c1", "parentId": "t1", "timestamp": "2025-02-01T10:00:16Z",
+     "summary": "## Goal\nFix the parser.", "firstKeptEntryId": "u1", "tokensBefore": 5000,
+     "details": {"readFiles": ["parser.py"]}},
+    {"type": "branch_summary", "id": "bs1", "parentId": "c1", "timestamp": "2025-02-01T10:00:17Z",
+     "fromId": "a2", "summary": "Tried a regex first."},
+    {"type": "label", "id": "l1", "parentId": "bs1", "timestamp": "2025-02-01T10:00:18Z",
+     "targetId": "a1", "label": "before the fix"},
+    {"type": "custom", "id": "x1", "parentId": "l1", "timestamp": "2025-02-01T10:00:19Z",
+     "customType": "ext-state", "data": {"text": "shown", "nested": [{"a": [1, 2]}]},
+     "display": True},
+    {"type": "custom_message", "id": "cm1", "parentId": "x1", "timestamp": "2025-02-01T10:00:20Z",
+     "customType": "reminder", "content": "Remember the tests.", "display": False,
+     "details": {"source": "hook", "nested": {"list": [1, {"b": 2}]}}},
+    {"type": "message", "id": "u2", "parentId": "cm1", "timestamp": "2025-02-01T10:00:21Z",
+     "message": {"role": "user", "content": [{"type": "text", "text": "Go on."},
+                 {"type": "image", "mimeType": "image/png", "data": "iVBORw0K"}],
+                 "timestamp": 1675245621000}},
+]  # fmt: skip
+
+
+def round_trip(owner, lines: list[str]) -> list[str]:
+    """The lines of the export of the session imported from `lines`."""
+    session = session_file.import_jsonl(owner, lines)
+    return [line.rstrip("\n") for line in session_file.export_jsonl(session)]
+
+
+@cache
+def corpus(version: int) -> tuple[str, ...]:
+    return tuple(generate(version=version))
+
+
+def without_issued_ids(line: dict) -> dict:
+    return {k: v for k, v in line.items() if k not in ("id", "parentId", "version")}
+
+
+def test_a_file_with_every_kind_comes_back_field_for_field(owner):
+    lines = [json.dumps(line) for line in EVERY_KIND]
+    exported = round_trip(owner, lines)
+    assert [json.loads(line) for line in exported] == EVERY_KIND
+    assert round_trip(owner, exported) == exported
+
+
+def test_the_fields_an_export_used_to_lose_are_kept(owner):
+    exported = [json.loads(line) for line in round_trip(owner, [json.dumps(x) for x in EVERY_KIND])]
+    header, by_id = exported[0], {line["id"]: line for line in exported[1:]}
+    assert (header["cwd"], header["provider"], header["thinkingLevel"]) == (
+        "/home/dev/work/gateway", "anthropic", "medium",
+    )  # fmt: skip
+    assert (header["branchedFrom"], header["timestamp"]) == (
+        "/tmp/old.jsonl", "2025-02-01T10:00:00.000Z",
+    )  # fmt: skip
+    assert by_id["a1"]["message"]["stopReason"] == "toolUse"
+    assert by_id["u2"]["message"]["timestamp"] == 1675245621000  # its own: a year before its line
+    assert "content" not in by_id["b1"]["message"]  # a bash execution has none
+    assert by_id["u1"]["message"]["content"] == "Fix the parser, please."  # text, as given
+    assert by_id["x1"]["display"] is True
+    twice = [json.loads(line) for line in round_trip(owner, [json.dumps(x) for x in exported])]
+    assert {line["id"]: line for line in twice[1:]}["x1"]["display"] is True
+
+
+def test_the_generated_version_3_session_comes_back_line_for_line_ids_included(owner):
+    lines = list(corpus(3))
+    exported = round_trip(owner, lines)
+    assert [json.loads(line) for line in exported] == [json.loads(line) for line in lines]
+    assert round_trip(owner, exported) == exported
+
+
+def test_the_generated_version_1_session_comes_back_with_the_ids_it_lacked(owner):
+    lines = list(corpus(1))
+    exported = round_trip(owner, lines)
+    given = [json.loads(line) for line in lines]
+    back = [json.loads(line) for line in exported]
+    assert back[0]["version"] == 3 and back[0]["id"] == given[0]["id"]  # the session's own id
+    assert all(line["id"] for line in back[1:])
+    for old, new in zip(given, back, strict=True):
+        if "firstKeptEntryIndex" in old:  # version 1's reference by line: written as an id
+            index = old.pop("firstKeptEntryIndex")
+            assert new.pop("firstKeptEntryId") == back[index]["id"]
+        assert without_issued_ids(new) == without_issued_ids(old)
+    assert round_trip(owner, exported) == exported
