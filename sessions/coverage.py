@@ -21,33 +21,39 @@ from functools import lru_cache
 import ahocorasick
 
 from .context import first_kept, in_context, latest_compaction
-from .items import KIND_LABELS, KIND_NAMES, Piece, concrete, entry_items, entry_pieces, normalise
+from .items import (
+    KIND_LABELS,
+    KIND_NAMES,
+    STOPWORDS,
+    Piece,
+    concrete,
+    entry_items,
+    entry_pieces,
+    normalise,
+)
 from .models import Entry
-
-STOPWORDS = frozenset({
-    "the", "a", "an", "and", "or", "of", "to", "in", "on", "for", "with", "we", "will", "use",
-    "let's", "lets", "is", "are", "be", "it", "this", "that", "instead", "than", "from", "as",
-    "by", "at", "our", "us", "decided", "decision", "going", "chose", "agreed", "settled",
-})  # fmt: skip
 
 
 def _phrases(kind: str, item: str) -> tuple[str, ...]:
-    """The whole-word phrases (normalised, space-padded) whose presence decides an item."""
-    if kind == "decision":
-        return ()
+    """The whole-word phrases (normalised, space-padded) whose presence decides an item: the
+    item itself, word for word, always (so the way it is judged never depends on where it is
+    judged: at the switch, or in the panel); and for some kinds a shorter form."""
+    whole = _padded(item)
     if kind == "error":
-        return (_padded(item.split(":")[0]),)
+        return (whole, _padded(item.split(":")[0]))
     if kind == "path":
         name = item.rstrip("/").rsplit("/", 1)[-1]
-        return (_padded(item), _padded(name)) if len(normalise(name)) > 3 else (_padded(item),)
-    return (_padded(item),)
+        return (whole, _padded(name)) if len(normalise(name)) > 3 else (whole,)
+    return (whole,)
 
 
 def _decide(kind: str, item: str, found: set[str], words: frozenset[str]) -> bool:
-    if kind == "decision":
+    if _padded(item) in found:  # written out as it was said
+        return True
+    if kind == "decision":  # or most of its content words
         content = [w for w in normalise(item).split() if w not in STOPWORDS and len(w) > 2]
         return bool(content) and sum(w in words for w in content) / len(content) >= 0.6
-    if kind == "error":
+    if kind == "error":  # or its name, with the first words of its message
         rest = [w for w in normalise(item.partition(":")[2]).split() if len(w) > 3][:4]
         return _padded(item.split(":")[0]) in found and all(w in words for w in rest)
     return any(phrase in found for phrase in _phrases(kind, item))

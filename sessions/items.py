@@ -22,6 +22,10 @@ PATH = re.compile(
     r"|(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\.(?:py|js|ts|tsx|jsx|rs|go|rb|java|kt|c|h|cpp|hpp|cs|md|toml|yaml|yml|json|"
     r"ini|cfg|sh|sql|html|css|txt|lock|env)\b"
 )
+VERSION = re.compile(  # a release tag or a version: v2.3.1, 1.4.0-beta.2
+    r"\bv\d+(?:\.\d+){1,3}(?:-[0-9A-Za-z.]+)?\b"
+    r"|(?<![\d.])\b\d+\.(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)(?:-[0-9A-Za-z.]+)?\b(?!\.\d)"
+)
 IDENTIFIER = re.compile(
     r"\b[A-Za-z_][A-Za-z0-9_]+(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?:\(\))?"  # dotted names, calls
     r"|\b[A-Za-z_][A-Za-z0-9_]*\(\)"  # calls
@@ -30,20 +34,51 @@ IDENTIFIER = re.compile(
     r"|\b[a-z]+(?:[A-Z][a-z0-9]+)+\b"  # camelCase
     r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b"  # PascalCase
 )
-ERROR = re.compile(  # an exception name, or `error:`, with its message: quoted, or to a stop
-    r"(?:\b[A-Z]\w*(?:Error|Exception)\b|\b(?:error|Error|ERROR|FAILED|fatal)(?=:))"
-    r"(?::[ \t]*(?:'[^'\n]{0,100}'|\"[^\"\n]{0,100}\"|[^\n`;]{0,100}?"
-    r"(?=[`\n;]|\.(?:\s|$)|\s(?:see|when|while|because|after)\s|$)))?"
+STOP = r"(?=[`\n;]|\.(?:\s|$)|\s(?:see|when|while|because|after)\s|$)"  # where a message ends
+ERROR = re.compile(  # an error with its message: a quoted one, or words to a stop
+    r"(?:\b[A-Z]\w*(?:Error|Exception)\b"  # an exception's name
+    r"|\bE[A-Z]{3,12}\b(?=:)"  # an errno: ENOENT, ECONNREFUSED
+    r"|\b(?:error|Error|ERROR|FAILED|fatal|panic)(?=:))"
+    r"(?::[ \t]*(?:'[^'\n]{0,100}'|\"[^\"\n]{0,100}\"|[^\n`;]{0,100}?" + STOP + "))?"
+    # a compiler's error by its code (TS1005, E0308, CS0103): its message may quote code
+    r"|\b(?:error|Error|ERROR)\s?\[?[A-Z]{1,4}\d{3,5}\]?(?=:)"
+    r"(?::[ \t]*(?:'[^'\n]{0,100}'|\"[^\"\n]{0,100}\"|(?<=\w)'(?=\w)|[^\n`;'\"]){0,100}?"
+    + STOP
+    + ")?"
+    r"|npm ERR! code [A-Z0-9_]+"
+    r"|\b(?:exited with|exit|with exit) (?:code|status) [1-9]\d*\b"  # an exit code that failed
+    r"|\breturned non-zero exit status [1-9]\d*\b"
 )
 NUMBER = re.compile(
-    r"\b\d+(?:[.,]\d+)?\s?(?:ms|µs|us|ns|s|sec|seconds?|min|minutes?|h|hours?|KB|MB|GB|TB|KiB|MiB|GiB|"
-    r"%|px|rem|em|tokens?|req/s|rps|qps|fps|Hz|kHz|MHz|GHz|°C|k)\b|\b\d+(?:\.\d+)?%"
+    r"\b\d+(?:[.,]\d+)?\s?(?:thousand|million|billion|trillion)(?:\s[a-z]{3,12}\b)?"  # scale
+    r"|\b\d+(?:[.,]\d+)?\s?(?:ms|µs|us|ns|s|sec|seconds?|min|minutes?|h|hours?|days?|weeks?|"
+    r"KB|MB|GB|TB|KiB|MiB|GiB|TiB|%|px|rem|em|tokens?|req/s|rps|qps|fps|Hz|kHz|MHz|GHz|°C|k|"
+    r"rows|users|requests|records|entries|lines|files|bytes|cores|workers|replicas)\b"
+    r"|\b\d+(?:\.\d+)?%"
+    r"|\b\d{1,3}(?:_\d{3})+\b"  # an underscored literal: 500_000
+    r"|(?<![\d:])\b(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?:\s?[ap]m\b)?(?![\d:])"  # a time
 )
 DECISION = re.compile(
     r"\b(?:decided|decision|we'll use|we will use|let's use|going with|chose|agreed|"
     r"instead of|settled on)\b",
     re.IGNORECASE,
 )
+# A sentence in which the assistant narrates what it does now ("I'll use grep instead of …"):
+# the work going on, not a decision about it.
+NARRATION = re.compile(
+    r"^(?:now |first |next |then |ok(?:ay)?,? )?(?:i'll|i will|i'm|i am|i've|i have|i'd|let me)\b",
+    re.IGNORECASE,
+)
+# The words of an answer that only agrees ("Sounds good, agreed."): no decision in them.
+ACKNOWLEDGED = frozenset({
+    "sounds", "good", "great", "ok", "okay", "yes", "yeah", "yep", "sure", "fine", "perfect",
+    "thanks", "thank", "you", "cool", "nice", "alright", "right", "so", "then", "all",
+})  # fmt: skip
+STOPWORDS = frozenset({
+    "the", "a", "an", "and", "or", "of", "to", "in", "on", "for", "with", "we", "will", "use",
+    "let's", "lets", "is", "are", "be", "it", "this", "that", "instead", "than", "from", "as",
+    "by", "at", "our", "us", "decided", "decision", "going", "chose", "agreed", "settled",
+})  # fmt: skip
 SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 KIND_NAMES = {
     "path": "File path",
@@ -77,7 +112,7 @@ def extract(texts: Iterable[str]) -> list[tuple[str, str]]:
         # after it, so a path inside a URL or an identifier inside an error is not found twice.
         for match in SPANNING.finditer(text):
             if value := _clean(match.group(0)):
-                found.setdefault((str(match.lastgroup), value), None)
+                found.setdefault((str(match.lastgroup).rstrip("_"), value), None)
         if DECISION.search(text):  # a decision is the whole sentence that states it
             for sentence in SENTENCE.findall(text):
                 if DECISION.search(sentence):
@@ -86,15 +121,18 @@ def extract(texts: Iterable[str]) -> list[tuple[str, str]]:
     return list(found)
 
 
+# One pattern for all kinds, each behind a guard on the character it can start with, so that a
+# position where it cannot start costs one test, not one per alternative.
 SPANNING = re.compile(
     "|".join(
-        f"(?P<{kind}>{pattern.pattern})"
-        for kind, pattern in (
-            ("url", URL),
-            ("error", ERROR),
-            ("path", PATH),
-            ("identifier", IDENTIFIER),
-            ("number", NUMBER),
+        f"(?P<{kind}>{guard}(?:{pattern.pattern}))"
+        for kind, guard, pattern in (
+            ("url", "(?=h)", URL),
+            ("error", r"\b(?=[A-Zefnprw])", ERROR),
+            ("path", "", PATH),
+            ("identifier", r"\b(?=[v\d])", VERSION),
+            ("identifier_", r"\b(?=[A-Za-z_])", IDENTIFIER),
+            ("number", r"\b(?=\d)", NUMBER),
         )
     )
 )
@@ -118,12 +156,34 @@ CODE_FOLDERS = frozenset({
 })  # fmt: skip
 
 
+# The hosts documentation uses for examples (RFC 2606), and where macOS puts screenshots and
+# other files on their way somewhere: a bare address or a path there is no item.
+EXAMPLE_HOST = re.compile(r"^https?://(?:www\.)?example\.(?:com|org|net)/?$", re.I)
+SCRATCH = re.compile(r"^(?:/private)?/var/folders/|/TemporaryItems/|^/tmp/[^/]*screencapture", re.I)
+CODE_AFTER_ERROR = re.compile(r"^(?:error|Error|ERROR)\s*:\s*(?:[A-Za-z_][\w.]*\s*[,{(]?)?$")
+
+
 def is_noise(kind: str, text: str) -> bool:
-    """MIME types, and prose words joined by a slash (`r/g`, `date/time`, `find/replace`)."""
-    if kind != "path":
-        return False
-    if MIME.match(text):
-        return True
+    """What looks like an item and is none: MIME types, prose words joined by a slash (`r/g`,
+    `date/time`), scratch paths and example addresses; `error:` before a code's name (`error:
+    ColorValueSchema,` is a field of an object); a name too short to mean anything alone
+    (`bgFn`); a decision that says only that one was made (`Agreed!`), or that narrates the
+    work as it goes (`I'll use grep instead of find`)."""
+    if kind == "path":
+        return bool(MIME.match(text) or SCRATCH.search(text)) or _prose_pair(text)
+    if kind == "url":
+        return bool(EXAMPLE_HOST.match(text))
+    if kind == "error":
+        return bool(CODE_AFTER_ERROR.match(text))
+    if kind == "identifier":
+        return len(text) < 5 and not VERSION.fullmatch(text)
+    if kind == "decision":
+        words = [w for w in normalise(text).split() if w not in STOPWORDS | ACKNOWLEDGED]
+        return not words or bool(NARRATION.match(text))
+    return False
+
+
+def _prose_pair(text: str) -> bool:
     segments = text.split("/")
     return (
         len(segments) == 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sessions.coverage import coverage, items_of
-from sessions.items import extract, normalise
+from sessions.items import concrete, extract, normalise
 from sessions.models import Entry
 
 
@@ -248,3 +248,60 @@ def test_a_huge_document_against_many_items_is_checked_in_one_pass():
     assert len(result.items) == 30_000
     assert {item.text for item in result.items if item.carried} == {"handler_7_7"}
     assert result.clipped  # past two million characters, the rest is not read
+
+
+# --- the items that matter, as realistic sessions write them ---------------------------------
+@pytest.mark.parametrize(
+    ("written", "item"),
+    [
+        ("The events table holds 1.2 million rows since the backfill.", ("number", "1.2 million rows")),
+        ("Give the worker container 8 GiB; it was OOM-killed at 4.", ("number", "8 GiB")),
+        ("The cache entries expire after 30 minutes.", ("number", "30 minutes")),
+        ("Set MAX_BATCH to 500_000 in the loader.", ("number", "500_000")),
+        ("The nightly job starts at 03:15 and must end before 06:00.", ("number", "03:15")),
+        ("The deploy window is 9:30 pm on Fridays.", ("number", "9:30 pm")),
+        ("I tagged v2.3.1 and pushed the tag.", ("identifier", "v2.3.1")),
+        ("CI runs node 18.19.0, locally it is 20.11.1.", ("identifier", "18.19.0")),
+        ("src/index.ts(12,3): error TS1005: ';' expected.", ("error", "error TS1005: ';' expected")),
+        ("error[E0308]: mismatched types\n --> src/main.rs:4:5", ("error", "error[E0308]: mismatched types")),
+        ("Program.cs(9,13): error CS0103: The name 'cfg' does not exist in the current context",
+         ("error", "error CS0103: The name 'cfg' does not exist in the current context")),
+        ("ENOENT: no such file or directory, open 'config.json'",
+         ("error", "ENOENT: no such file or directory, open 'config.json'")),
+        ("npm ERR! code ELIFECYCLE\nnpm ERR! errno 2", ("error", "npm ERR! code ELIFECYCLE")),
+        ("panic: runtime error: index out of range [3] with length 3",
+         ("error", "panic: runtime error: index out of range [3] with length 3")),
+        ("Ran `npm run publish`\n\nCommand exited with code 2", ("error", "exited with code 2")),
+        ("make: *** [build] Error 1\nexit status 1", ("error", "exit status 1")),
+        ("subprocess.CalledProcessError: ... returned non-zero exit status 128",
+         ("error", "returned non-zero exit status 128")),
+    ],
+)  # fmt: skip
+def test_numbers_versions_errors_and_exit_codes_are_items(written, item):
+    assert item in concrete(written)
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "Agreed!",
+        "Sounds good, agreed.",
+        "const bgFn = () => {}",
+        "  error: ColorValueSchema,",
+        "/var/folders/x8/9s3_b2kd1fq/T/TemporaryItems/NSIRD_screencaptureui_kF3a/Screenshot",
+        "See https://example.com for the format.",
+        "I'll use ripgrep instead of grep here, it is faster.",
+        "Let me check the config instead of guessing.",
+        "The screenshot is /private/var/folders/x8/T/Screenshot.png",
+    ],
+)
+def test_the_noise_of_real_sessions_is_no_item(written):
+    assert concrete(written) == []
+
+
+def test_an_item_made_only_of_common_words_counts_as_carried_when_it_is_written_out():
+    decision = said("user", "We decided to go with what we have.")
+    assert [i.text for i in items_of([decision])] == ["We decided to go with what we have."]
+    carried = coverage([decision], "## Key Decisions\n- We decided to go with what we have.")
+    assert carried.carried == 1
+    assert coverage([decision], "## Key Decisions\n- Nothing yet.").carried == 0

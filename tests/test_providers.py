@@ -157,7 +157,7 @@ async def test_the_offline_model_reads_a_long_history_off_the_event_loop(caplog,
     from sessions.session_file.reading import parse
 
     rows = list(parse(generate()))  # 2 MB
-    entries = [_entry(None, number, line) for number, line in rows[1:]]  # type: ignore[arg-type]
+    entries = [_entry(None, line, None) for _, line in rows[1:]]  # type: ignore[arg-type]
     messages = context.build_context([e for e in entries if isinstance(e, Entry)])
     context.add_to_context(messages, "user", "## Goal\n## Next Steps\nWrite the document.")
     local = settings.AGENTWEB_MODELS["local"]

@@ -209,8 +209,9 @@ class HandoffRun:
             report = await asyncio.to_thread(coverage.coverage, branch, document, session.cwd)
             dropped, amended = report.salient_dropped, True
         addendum = handoff.also_carried_over(dropped, report.total_entries)
-        for item in dropped[: handoff.MAX_CARRIED_OVER]:
-            item.carried = True
+        if addendum:  # judged again on the document as it goes: the figure the panel shows
+            document = f"{document}\n\n{addendum}"
+            report = await asyncio.to_thread(coverage.coverage, branch, document, session.cwd)
         record = {
             "before": before,
             "after": report.summary(),
@@ -218,7 +219,7 @@ class HandoffRun:
             "amended": amended,
         }
         await database_sync_to_async(_record_coverage)(reply, record)
-        return reply, f"{document}\n\n{addendum}" if addendum else document
+        return reply, document
 
     async def _amend(self, document: str, dropped: list[Item]) -> tuple[Entry, str]:
         """One streamed, cancellable round that asks the model to work dropped items in."""
