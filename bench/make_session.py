@@ -45,6 +45,15 @@ FACTS: tuple[tuple[str, str], ...] = (
     ("decision", "We decided to use Redis sorted sets instead of the token bucket."),
 )
 
+# How the session ends, planted: what a handoff must say of where the work stands. The stale
+# steps are the Next Steps of its compactions, which the end of the session has done.
+END_STATE: tuple[str, ...] = (
+    "v2.3.1",  # the release tag it pushed
+    "npm run publish",  # the command that failed last
+    "error TS1005: ';' expected.",  # and the error line it failed with
+)
+STALE_STEPS: tuple[str, ...] = ("Make test/limiter.spec.ts pass", "run scripts/load-test.sh")
+
 USER_ASKS = [
     "Can you look at {path} and tell me why {ident} is slow?",
     "Please refactor {ident} in {path}; keep the public API the same.",
@@ -423,7 +432,44 @@ def generate(*, version: int = 3, seed: int = 7, episodes: int = 140) -> list[st
                 len(json.dumps(line, ensure_ascii=False)) for line in w.lines[kept_index:]
             )
     w.user("Before we go on: run scripts/load-test.sh and tell me if p95 is still under 120 ms.")
+    _end_state(w, rng)
     return [json.dumps(line, ensure_ascii=False) for line in w.lines]
+
+
+def _end_state(w: Writer, rng: random.Random) -> None:
+    """The session's last steps: the load test passes and test/limiter.spec.ts with it (the
+    compactions' next steps, done), a release tag is pushed, and the publish fails on a
+    compiler error. The session ends there, on the failure."""
+    shell = [
+        ("scripts/load-test.sh --rate 5000", "p50=38ms p95=104ms errors=0.00%", False),
+        ("npx vitest run test/limiter.spec.ts",
+         " ✓ test/limiter.spec.ts (14 tests) 212ms\n\n Test Files  1 passed (1)", False),
+    ]  # fmt: skip
+    for command, output, failed in shell:
+        call = f"toolu_{rng.getrandbits(48):012x}"
+        w.assistant(
+            [{"type": "toolCall", "id": call, "name": "bash", "arguments": {"command": command}}],
+            stop="toolUse",
+        )
+        w.tool_result(call, "bash", output, error=failed)
+    w.assistant([{"type": "text", "text": "p95 is 104 ms, under 120 ms, and test/limiter.spec.ts "
+                  "passes: all 14 tests."}])  # fmt: skip
+    w.user("Great. Tag v2.3.1, push the tag, then publish the package to npm.")
+    release = [
+        ("git tag v2.3.1 && git push origin v2.3.1",
+         "To github.com:acme/gateway.git\n * [new tag]         v2.3.1 -> v2.3.1", False),
+        ("npm run publish",
+         "> gateway@2.3.1 publish\n> tsc -p tsconfig.build.json && npm publish\n\n"
+         "src/limiter/retryAfter.ts(42,17): error TS1005: ';' expected.\n\n"
+         "Found 1 error in src/limiter/retryAfter.ts:42\n\nnpm ERR! code ELIFECYCLE", True),
+    ]  # fmt: skip
+    for command, output, failed in release:
+        call = f"toolu_{rng.getrandbits(48):012x}"
+        w.assistant(
+            [{"type": "toolCall", "id": call, "name": "bash", "arguments": {"command": command}}],
+            stop="toolUse",
+        )
+        w.tool_result(call, "bash", output, error=failed)
 
 
 def main() -> None:

@@ -184,7 +184,8 @@ def test_a_generated_version_1_file_and_its_version_3_twin_give_the_same_context
     assert any(t.startswith("[Tool result: read]: // ") for t in texts)
     assert any(t.startswith("[Assistant tool call]: edit(path=") for t in texts)
     assert any(t.startswith("Ran `scripts/load-test.sh --rate 5000`") for t in texts)
-    assert texts[-1].startswith("Before we go on: run scripts/load-test.sh")
+    assert any(t.startswith("Before we go on: run scripts/load-test.sh") for t in texts)
+    assert texts[-1].startswith("[Tool result: bash, error]: > gateway@2.3.1 publish")  # its end
 
 
 def test_a_branch_that_ends_on_an_unanswered_call_ends_with_its_synthetic_result():

@@ -6,9 +6,12 @@ from functools import cache
 
 import pytest
 
-from bench.make_session import FACTS, generate
+from bench.make_session import END_STATE, FACTS, generate
+from bench.make_session import STALE_STEPS as GENERATED_STALE_STEPS
+from sessions import handoff
 from sessions.agent import AgentSession
 from sessions.models import Entry
+from sessions.offline import respond
 from sessions.session_file import import_jsonl
 
 from .conftest import db_async
@@ -37,7 +40,11 @@ PLANTED = (
     "120 ms",
     "5000 req/s",
     "Redis sorted sets instead of the token bucket",
+    "v2.3.1",  # where the session ends: the tag it pushed,
+    "npm run publish",  # the command that failed last,
+    "error TS1005: ';' expected.",  # and its error line
 )
+STALE_STEPS = ("Make test/limiter.spec.ts pass", "run scripts/load-test.sh")
 
 
 def missing_facts(document: str) -> list[str]:
@@ -46,8 +53,14 @@ def missing_facts(document: str) -> list[str]:
 
 
 def test_the_planted_facts_are_those_the_generator_plants():
-    assert len(PLANTED) == len(FACTS)
-    assert all(fact in text for fact, (_, text) in zip(PLANTED, FACTS, strict=True))
+    assert len(PLANTED) == len(FACTS) + len(END_STATE)
+    assert all(fact in text for fact, (_, text) in zip(PLANTED, FACTS, strict=False))
+    assert PLANTED[len(FACTS) :] == END_STATE and STALE_STEPS == GENERATED_STALE_STEPS
+
+
+def section(document: str, name: str) -> str:
+    """The text of one `## name` section of a document."""
+    return document.split(f"## {name}\n", 1)[1].split("\n## ", 1)[0].strip()
 
 
 async def offline_handoff(owner, version: int):
@@ -78,3 +91,44 @@ async def test_with_a_small_window_it_summarises_in_parts_and_still_carries_them
     assert notes >= 2
     assert result.reply.data["handoff"]["fitted"][-1].startswith("Summarised the ")
     assert missing_facts(result.reply.text) == []
+
+
+@pytest.mark.asyncio
+@in_the_database
+@pytest.mark.parametrize("version", [3, 1])
+async def test_the_document_says_where_the_work_stands_at_the_end(owner, settings, version):
+    settings.ANTHROPIC_API_KEY = ""
+    _, result = await offline_handoff(owner, version)
+    document = result.reply.text
+    goal = section(document, "Goal")
+    assert goal.startswith("- Tag v2.3.1, push the tag, then publish the package to npm.")
+    assert "Ran `git tag v2.3.1 && git push origin v2.3.1`: it worked" in section(
+        document, "Progress"
+    )
+    assert (
+        "- Latest failure: `npm run publish` failed with "
+        "`src/limiter/retryAfter.ts(42,17): error TS1005: ';' expected.`"
+    ) in section(document, "Critical Context")
+    next_steps = section(document, "Next Steps")
+    assert next_steps.startswith("- Fix the failing `npm run publish`:")
+    assert [step for step in STALE_STEPS if step in next_steps] == []  # done since
+    assert "Asked:" not in document  # no user line echoed as progress
+
+
+def test_the_goal_is_the_focus_or_the_latest_direction_never_a_command_or_an_answer():
+    history = [
+        {"role": "user", "content": "/mode"},
+        {
+            "role": "user",
+            "content": "Port the importer in src/importer.py to streaming, keep the API.",
+        },
+        {"role": "assistant", "content": "On it: reading src/importer.py."},
+        {"role": "user", "content": "can leave it"},
+        {"role": "user", "content": "yeah, do it all"},
+    ]
+    document = respond([*history, {"role": "user", "content": handoff.build_prompt()}])
+    assert section(document, "Goal") == (
+        "- Port the importer in src/importer.py to streaming, keep the API."
+    )
+    focused = respond([*history, {"role": "user", "content": handoff.build_prompt("the tests")}])
+    assert section(focused, "Goal").startswith("- the tests\n")

@@ -16,7 +16,8 @@ from .. import todos
 from ..content import block_texts
 from ..items import extract
 from ..providers import ToolCall
-from .summariser import read, write_document
+from .reading import read
+from .summariser import write_document
 
 HEADING = re.compile(r"^\s*#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 

@@ -1,128 +1,52 @@
 """How the offline model writes a document with named sections (a handoff, or notes).
 
-It is extractive and deterministic: it reads its context as a model would, telling
-apart from their labels what the user said, what tools returned and what earlier
-summaries kept; ranks the concrete items with the coverage panel's salience; and fills
-each requested section from the summaries it was given and the conversation itself.
+It is extractive and deterministic, and it says where the work stands: the goal is the focus,
+or the latest request that set the direction; progress is what was done and what the commands
+came to; the critical context names the latest failure word for word; the next steps are the
+work still open at the end. Earlier summaries (compactions, notes, an earlier handoff) give
+what they kept, except steps that later entries have overtaken. Concrete items are ranked with
+the coverage panel's salience.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from .. import todos
-from ..content import block_texts
-from ..context import BRANCH_SUMMARY_PREFIX, COMPACTION_PREFIX
 from ..coverage import SALIENT, rank_pieces
-from ..items import KIND_LABELS, Piece, normalise
+from ..items import ACKNOWLEDGED, DECISION, KIND_LABELS, STOPWORDS, normalise
+from .reading import Reading, Run
 
 SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
 FOCUS = re.compile(r"^Additional focus:\s*(.+)$", re.MULTILINE)
 SECTION = re.compile(r"^##\s+(.+?)\s*#*\s*$", re.MULTILINE)
-TOOL_RESULT = re.compile(r"^\[Tool result: [^\]\n]*?(, error)?\]: ", re.DOTALL)
-ARGUMENT_NAME = re.compile(r"\b\w+=")
 CONSTRAINT_WORDS = ("must", "should", "don't", "do not", "never", "always", "prefer", "avoid",
                     "only", "keep ", "不要", "必须")  # fmt: skip
+DONE = re.compile(
+    r"\b(?:done|passes|passing|passed|fixed|added|replaced|updated|renamed|merged|pushed|"
+    r"tagged|released|deployed|committed|works now|is in|are in)\b",
+    re.IGNORECASE,
+)
 SECTION_KEYS = ("goal", "constraint", "progress", "decision", "context", "next")
 LISTED_FROM = SALIENT - 1.0  # items listed in Critical Context: the salient, and the next ones
 MAX_LISTED = 80
 MIN_LISTED = 20
+DIRECTION_WORDS = 5  # a request shorter than this answers, it does not set a direction
 
 
-@dataclass
-class Reading:
-    """A conversation as the offline model understands it."""
-
-    pieces: list[Piece] = field(default_factory=list)  # every text, labelled by source
-    requests: list[str] = field(default_factory=list)  # what the user typed
-    replies: list[str] = field(default_factory=list)  # what the assistant said
-    summaries: list[str] = field(default_factory=list)  # compactions, notes, earlier handoffs
-
-
-def read(history: Iterable[dict[str, Any]], own_words: Callable[[str], str]) -> Reading:
-    reading = Reading()
-    for message in history:
-        for text in block_texts(message.get("content", "")):
-            if message.get("role") == "assistant":
-                _read_assistant(reading, own_words(text))
-            else:
-                _read_user(reading, text)
-    return reading
-
-
-def _read_user(reading: Reading, text: str) -> None:
-    at = len(reading.pieces)
-    if match := TOOL_RESULT.match(text):
-        reading.pieces.append(Piece(text[match.end() :], "tool_result", at, bool(match.group(1))))
-    elif text.startswith("Ran `"):
-        command, _, output = text[5:].partition("`")
-        failed = "Command exited with code" in output
-        reading.pieces += [
-            Piece(command, "bash_command", at),
-            Piece(output, "tool_result", at, failed),
-        ]
-    elif summary := _summary_in(text):
-        reading.summaries.append(summary)
-        reading.pieces.append(Piece(summary, "summary", at))
-    else:
-        reading.requests.append(text)
-        reading.pieces.append(Piece(text, "user", at))
-
-
-def _summary_in(text: str) -> str:
-    """The summary a user-side text carries: a compaction's, a branch's, notes, a handoff."""
-    for prefix in (COMPACTION_PREFIX, BRANCH_SUMMARY_PREFIX):
-        if text.startswith(prefix):
-            return text[len(prefix) :].replace("</summary>", "").strip()
-    for opening, closing in (("<notes>", "</notes>"), ("<handoff-context>", "</handoff-context>")):
-        if opening in text and closing in text:
-            return text.split(opening, 1)[1].split(closing, 1)[0].strip()
-    return ""
-
-
-def _read_assistant(reading: Reading, text: str) -> None:
-    at = len(reading.pieces)
-    if text.startswith("[Assistant thinking]: "):
-        reading.pieces.append(Piece(text.split(": ", 1)[1], "thinking", at))
-    elif text.startswith("[Assistant tool call]: "):
-        call = ARGUMENT_NAME.sub("", text.split(": ", 1)[1])
-        reading.pieces.append(Piece(call, "tool_call", at))
-    elif text.strip():
-        reading.replies.append(text)
-        reading.pieces.append(Piece(text, "assistant", at))
-
-
-# --- writing ---------------------------------------------------------------------------------
 def write_document(sections: list[str], reading: Reading, request: str, cwd: str = "") -> str:
     """One `## <section>` per requested section, filled from what was read."""
-    items = rank_pieces(reading.pieces, cwd)
-    kept = _kept_sections(reading.summaries)
-    focus = FOCUS.search(request)
-    requests = [text for text in reading.requests if text.strip()]
+    state = State(reading, request, cwd)
     writers: dict[str, Callable[[], list[str]]] = {
-        "goal": lambda: _unique(
-            kept["goal"][:4] + ([_first_sentence(requests[0])] if requests else [])
-        ),
-        "constraint": lambda: _unique(
-            kept["constraint"] + _matching(_sentences_of(requests), CONSTRAINT_WORDS)
-        )[:16],
-        "progress": lambda: _unique(
-            kept["progress"][:24]
-            + todos.in_handoff_request(request)
-            + [f"Asked: {_first_sentence(text)}" for text in requests[-6:]]
-            + ([f"Last reply: {_first_sentence(reading.replies[-1])}"] if reading.replies else [])
-        ),
-        "decision": lambda: _unique(kept["decision"] + _decisions(items))[:16],
-        "context": lambda: kept["context"][:12] + _listed(items),
-        "next": lambda: _unique(
-            ([f"Focus: {focus.group(1).strip()}"] if focus else [])
-            + kept["next"][:8]
-            + [f"Pick up from the last request: {_first_sentence(text)}" for text in requests[-1:]]
-        ),
-    }  # fmt: skip
+        "goal": state.goal,
+        "constraint": state.constraints,
+        "progress": state.progress,
+        "decision": state.decisions,
+        "context": state.critical_context,
+        "next": state.next_steps,
+    }
     parts: list[str] = []
     for name in sections:
         key = next((k for k in SECTION_KEYS if k in name.lower()), None)
@@ -133,8 +57,133 @@ def write_document(sections: list[str], reading: Reading, request: str, cwd: str
     return "\n\n".join(parts)
 
 
-def _decisions(items: list[Any]) -> list[str]:
-    return [item.text for item in items if item.kind == "decision" and item.salience >= LISTED_FROM]
+class State:
+    """Where the work stands, as the reading tells it."""
+
+    def __init__(self, reading: Reading, request: str, cwd: str) -> None:
+        self.reading = reading
+        self.request = request
+        self.items = rank_pieces(reading.pieces, cwd)
+        self.kept = _kept_sections([summary.text for summary in reading.summaries])
+        latest = reading.summaries[-1].at if reading.summaries else -1
+        self.directions = [said for said in reading.requests if _direction(said.text)]
+        # What came after the latest summary: the summary's own steps are overtaken by it.
+        self.since = latest
+        self.overtaken = any(said.at > latest for said in self.directions)
+        self.failure = _latest_failure(reading.runs)
+
+    def goal(self) -> list[str]:
+        focus = FOCUS.search(self.request)
+        if focus:
+            lead = focus.group(1).strip()
+        else:
+            lead = _direction(self.directions[-1].text) if self.directions else ""
+        first = _direction(self.directions[0].text) if self.directions else ""
+        return _unique([lead, *self.kept["goal"][:2], first])
+
+    def constraints(self) -> list[str]:
+        requests = [said.text for said in self.reading.requests]
+        return _unique(
+            self.kept["constraint"] + _matching(_sentences_of(requests), CONSTRAINT_WORDS)
+        )[:16]
+
+    def progress(self) -> list[str]:
+        replies = [said.text for said in self.reading.replies if said.at > self.since]
+        done = [s for s in _sentences_of(replies) if DONE.search(s) and not s.endswith("?")]
+        return _unique(
+            self.kept["progress"][:12]
+            + todos.in_handoff_request(self.request)
+            + [s[:300] for s in done[-6:]]
+            + [
+                _outcome(run)
+                for run in _latest_runs(self.reading.runs, self.since)
+                if _changes(run)
+            ]
+        )
+
+    def decisions(self) -> list[str]:
+        chosen = [i.text for i in self.items if i.kind == "decision" and i.salience >= LISTED_FROM]
+        return _unique(self.kept["decision"] + chosen)[:16]
+
+    def critical_context(self) -> list[str]:
+        failure = []
+        if self.failure is not None:
+            run = self.failure
+            failure = [f"Latest failure: `{run.command}` failed with `{run.error_line}`"]
+        return failure + self.kept["context"][:12] + _listed(self.items)
+
+    def next_steps(self) -> list[str]:
+        steps = []
+        if self.failure is not None:
+            steps.append(f"Fix the failing `{self.failure.command}`: {self.failure.error_line}")
+        steps += [line for line in todos.in_handoff_request(self.request) if _open(line)]
+        last = self.directions[-1] if self.directions else None
+        went_on = [said.at for said in self.reading.replies] + [run.at for run in self.reading.runs]
+        answered = any(at > last.at for at in went_on) if last else True
+        if last is not None and not answered:
+            steps.append(f"Answer the last request: {_direction(last.text)}")
+        if not self.overtaken:
+            steps += self.kept["next"][:8]
+        return _unique(steps)
+
+
+def _direction(text: str) -> str:
+    """The sentence of a request that sets a direction ("" when it sets none: a slash command,
+    an acknowledgement, a decision, a request too short to mean much alone)."""
+    if text.lstrip().startswith("/"):
+        return ""
+    sentences = [
+        s
+        for s in _sentences(text.replace("*", ""))
+        if not _acknowledges(s) and not DECISION.search(s)
+    ]
+    if sum(len(s.split()) for s in sentences) < DIRECTION_WORDS:
+        return ""
+    return next((s[:300] for s in sentences if not s.endswith("?")), sentences[0][:300])
+
+
+def _acknowledges(sentence: str) -> bool:
+    words = normalise(sentence).split()
+    return bool(words) and all(word in ACKNOWLEDGED or word in STOPWORDS for word in words)
+
+
+def _latest_failure(runs: list[Run]) -> Run | None:
+    """The latest run that failed, unless the same command ran fine after it."""
+    for index in range(len(runs) - 1, -1, -1):
+        run = runs[index]
+        if not run.ok:
+            later = runs[index + 1 :]
+            return None if any(r.command == run.command and r.ok for r in later) else run
+    return None
+
+
+def _latest_runs(runs: list[Run], since: int, most: int = 8) -> list[Run]:
+    """The latest outcome of each command run since `since`, the latest last."""
+    latest: dict[str, Run] = {}
+    for run in runs:
+        if run.at > since:
+            latest.pop(run.command, None)
+            latest[run.command] = run
+    return list(latest.values())[-most:]
+
+
+def _changes(run: Run) -> bool:
+    """A run that did something: not one that only looked (unless it failed)."""
+    return not run.ok or not LOOKS.match(run.command)
+
+
+LOOKS = re.compile(r"^\s*(?:ls|cat|head|tail|less|grep|rg|find|file|pwd|echo|wc|tree|which|"
+                   r"git (?:status|diff|log|show|branch))\b")  # fmt: skip
+
+
+def _outcome(run: Run) -> str:
+    if run.ok:
+        return f"Ran `{run.command}`: it worked"
+    return f"Ran `{run.command}`: it failed (`{run.error_line}`)"
+
+
+def _open(line: str) -> bool:
+    return line.startswith(("- [ ]", "- [~]"))
 
 
 def _listed(items: list[Any]) -> list[str]:
@@ -184,12 +233,7 @@ def _sentences_of(texts: list[str]) -> list[str]:
 
 
 def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in SENTENCE.split(text) if len(s.strip()) > 3]
-
-
-def _first_sentence(text: str) -> str:
-    sentences = _sentences(text.replace("*", ""))
-    return (sentences[0] if sentences else text.strip())[:300]
+    return [s.strip() for s in SENTENCE.split(text) if len(s.strip()) > 3] or [text.strip()]
 
 
 def _matching(sentences: list[str], words: tuple[str, ...]) -> list[str]:

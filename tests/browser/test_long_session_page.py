@@ -44,7 +44,7 @@ def test_a_2_mb_session_imports_hands_off_without_a_key_and_compares(
     expect(page.locator(".imported-from")).to_contain_text("anthropic/claude-sonnet-4-5")
     expect(page.locator("#model-picker")).to_have_value("local")
     expect(page.locator(".status-context")).to_contain_text(
-        "Context: 137,723 tokens (69% of 200,000)"
+        "Context: 137,776 tokens (69% of 200,000)"
     )
 
     # Tool work is folded: one line per call, its result opens under it.
