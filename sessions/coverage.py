@@ -348,14 +348,14 @@ class Coverage:
         carried = sum(item.weight for item in self.items if item.carried)
         return round(100 * carried / total) if total else 100
 
-    def dropped(self, limit: int = 20) -> list[Item]:
-        """The most salient items the document does not carry."""
-        return [item for item in self.items if not item.carried][:limit]
-
     @property
     def salient_dropped(self) -> list[Item]:
         """The items a handoff must carry that the document does not."""
         return [item for item in self.items if item.salient and not item.carried]
+
+    def dropped_below_bar(self, limit: int = 20) -> list[Item]:
+        """The most salient of the other items the document does not carry."""
+        return [item for item in self.items if not item.salient and not item.carried][:limit]
 
     def summary(self) -> dict[str, int]:
         return {
@@ -363,11 +363,6 @@ class Coverage:
             "salient": len(self.salient),
             "salient_carried": self.salient_carried,
         }
-
-    @property
-    def rest(self) -> tuple[Item, ...]:
-        shown = {id(item) for item in self.dropped()}
-        return tuple(item for item in self.items if id(item) not in shown)
 
     @property
     def unlisted(self) -> int:

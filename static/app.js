@@ -160,31 +160,34 @@
 
   // Side by side: bring each column's handoff into view; tabs on a narrow screen.
   function setupCompare() {
-    document.querySelectorAll(".compare-column [data-focus]").forEach((el) => {
-      const column = el.closest(".compare-column");
-      column.scrollTop = el.offsetTop - 8;  // the column is the offset parent
-    });
+    function bringHandoffIntoView(column) {
+      const el = column.querySelector("[data-focus]");
+      if (!el) return;
+      const heading = column.querySelector(":scope > h2");  // sticky: the entry starts below it
+      column.scrollTop = el.offsetTop - (heading ? heading.offsetHeight : 0) - 8;  // the column is the offset parent
+    }
+    document.querySelectorAll(".compare-column").forEach(bringHandoffIntoView);
     const tabs = [...document.querySelectorAll(".compare-tabs [role=tab]")];
     if (!tabs.length) return;
     const narrow = window.matchMedia("(max-width: 40rem)");
-    function show(tab) {
+    function show(tab, chosen = false) {
       tabs.forEach((t) => {
         const selected = t === tab;
         t.setAttribute("aria-selected", String(selected));
         t.tabIndex = selected ? 0 : -1;
         document.getElementById(t.getAttribute("aria-controls")).hidden = narrow.matches && !selected;
       });
-      if (narrow.matches) setupFocus();
-    }
-    function setupFocus() {
-      document.querySelectorAll(".compare-column:not([hidden]) [data-focus]").forEach((el) => el.scrollIntoView({ block: "start" }));
+      if (narrow.matches) {
+        document.querySelectorAll(".compare-column:not([hidden])").forEach(bringHandoffIntoView);
+        if (chosen) document.querySelector(".compare-tabs").scrollIntoView({ block: "start" });
+      }
     }
     tabs.forEach((tab) => {
-      tab.addEventListener("click", () => show(tab));
+      tab.addEventListener("click", () => show(tab, true));
       tab.addEventListener("keydown", (event) => {
         if (event.key !== "ArrowLeft" && event.key !== "ArrowRight") return;
         const next = tabs[(tabs.indexOf(tab) + 1) % tabs.length];
-        next.focus(); show(next);
+        next.focus(); show(next, true);
       });
     });
     narrow.addEventListener("change", () => show(tabs.find((t) => t.getAttribute("aria-selected") === "true")));

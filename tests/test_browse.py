@@ -155,9 +155,35 @@ def test_side_by_side_highlights_the_document_and_the_seed_and_shows_coverage(si
     # number, seen in passing, counts for nothing.
     assert "<strong>100%</strong>" in html
     assert "<strong>1 of 1</strong> salient items" in html and "(2 of 3 items in all)" in html
-    dropped = html.split('<ol class="coverage-dropped">')[1].split("</ol>")[0]
-    assert "<code>850 ms</code>" in dropped
-    assert "— recent; last seen in an assistant reply, entry 2 of 4" in dropped
+    assert "salient items not carried" not in html  # none: the fold is not there
+    below = html.split("<h3>Below the salient bar, most salient first: not carried</h3>")[1]
+    below = below.split("</ol>")[0]
+    assert "<code>850 ms</code>" in below
+    assert "— recent; last seen in an assistant reply, entry 2 of 4" in below
+
+
+def test_the_panel_lists_exactly_the_salient_items_its_figure_counts_as_not_carried(
+    signed_in, owner
+):
+    old = make_session(owner)
+    for text in (
+        "Edit src/parser.py; it fails with ValueError: bad header",
+        "Then fix src/lexer.py, which raises KeyError: 'token'",
+        "Keep src/parser.py and src/lexer.py on Python 3.12",
+    ):
+        old.append_message("user", [{"type": "text", "text": text}])
+        old.append_message("assistant", [{"type": "text", "text": "Noted."}])
+    new = hand_off(old, "## Critical Context\n- src/parser.py raises ValueError: bad header")
+    html = signed_in.get(reverse("chat:compare", args=[new.pk, old.pk])).content.decode()
+    assert "<strong>2 of 4</strong> salient items" in html
+    assert '<strong class="not-carried-count">2 salient items not carried</strong>' in html
+    missing = html.split('<details class="coverage-missing">')[1].split("</details>")[0]
+    assert re.findall(r"<code>([^<]*)</code>", missing) == [
+        "KeyError: &#x27;token&#x27;",
+        "src/lexer.py",
+    ]
+    assert html.index("coverage-missing") < html.index('<section class="compare-column"')
+    assert "<details open" not in html  # folded: both columns start on the first screen
 
 
 def test_any_two_sessions_of_a_chain_can_be_compared(signed_in, owner):

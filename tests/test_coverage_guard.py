@@ -95,6 +95,24 @@ async def test_the_handoff_message_shows_the_coverage_before_and_after(
     ), page
 
 
+async def test_the_side_by_side_shows_the_figure_the_switch_recorded(
+    owner, fake_anthropic, open_tab, client
+):
+    fake_anthropic.enqueue(Reply.text(SECTIONS))
+    session = await db_async(session_with_facts)(owner)
+    _, seed = await hand_off(owner, open_tab, session)
+    after = seed.data["coverage"]["after"]
+    assert (after["salient_carried"], after["salient"]) == (3, 3)
+    await db_async(client.force_login)(owner)
+    url = f"/sessions/{seed.session_id}/compare/{session.pk}/"
+    page = await db_async(lambda: client.get(url).content.decode())()
+    assert (
+        f'<strong>{after["score"]}%</strong> <span class="muted">salience-weighted coverage</span> ·\n'
+        f"    <strong>3 of 3</strong> salient items of #{session.pk}"
+    ) in page
+    assert "salient items not carried" not in page
+
+
 async def test_with_the_preference_claude_gets_one_round_to_work_them_in(
     owner, fake_anthropic, open_tab
 ):

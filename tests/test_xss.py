@@ -118,7 +118,7 @@ def test_side_by_side_and_its_coverage_items_are_inert(client, owner):
 
     report = coverage.coverage(store.get_branch(old), "nothing", old.cwd)
     addendum = handoff.also_carried_over(
-        report.salient_dropped or report.dropped(), len(report.items)
+        report.salient_dropped or report.dropped_below_bar(), len(report.items)
     )
     new = handoff.new_session(old, from_entry=reply, content=handoff.wrap(f"## Goal\n{PAYLOADS[0]}\n\n{addendum}"), data={"warnings": PAYLOADS[:3]})  # fmt: skip
     html = client.get(reverse("chat:compare", args=[old.pk, new.pk])).content.decode()

@@ -76,11 +76,48 @@ def test_a_2_mb_session_imports_hands_off_without_a_key_and_compares(
         "src/limiter/slidingWindow.ts"
     )
 
+    recorded = page.locator(".handoff-coverage").inner_text()
+
     page.set_viewport_size({"width": 1440, "height": 900})
     page.get_by_role("link", name="Side by side").click()
     coverage = page.locator(".coverage")
     expect(coverage).to_contain_text(re.compile(r"\d+% salience-weighted coverage"))
-    expect(coverage).to_contain_text(re.compile(r"(\d+) of \1 salient items"))
     expect(page.locator("#column-old .handoff-focus")).to_contain_text("Handoff document")
+    # The panel's figure is the one the switch recorded, and the list agrees with it.
+    figures = re.findall(r"(\d+) of (\d+) \((\d+)% weighted\)", recorded)
+    carried, salient, score = figures[-1]  # after what agentweb added, if it added any
+    expect(coverage.locator(".coverage-score")).to_contain_text(
+        f"{score}% salience-weighted coverage · {carried} of {salient} salient items of #"
+    )
+    missing = int(salient) - int(carried)
+    expect(coverage.locator(".coverage-missing li")).to_have_count(missing)
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "long-session-side-by-side.png"))
+
+    # At a glance: both columns, headings first, start on the first screen at 1440 × 900.
+    for side in ("old", "new"):
+        heading = page.locator(f"#column-{side} > h2")
+        expect(heading).to_be_in_viewport()
+        assert heading.bounding_box()["y"] + 200 < 900
+    # Each heading stays in view while its column scrolls.
+    old_column = page.locator("#column-old")
+    old_column.evaluate("column => { column.scrollTop = column.scrollHeight; }")
+    expect(old_column.locator("> h2")).to_be_in_viewport()
+    expect(old_column.locator("> h2")).to_contain_text("Old: ")
+    assert old_column.locator("> h2").bounding_box()["y"] == pytest.approx(
+        old_column.bounding_box()["y"], abs=2
+    )
+    # The details unfold: every salient item missed, then all items by kind.
+    coverage.get_by_text(re.compile(r"All [\d,]+ items, by kind")).click()
+    expect(coverage.locator(".coverage-items .carried").first).to_be_visible()
+
+    # A phone: no sideways scrolling, with the details open.
+    page.set_viewport_size({"width": 375, "height": 800})
+    page.reload()
+    page.screenshot(path=str(ARTIFACTS / "long-session-side-by-side-phone.png"))
+    page.locator(".coverage summary").last.click()
+    width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert width[0] <= width[1], f"the page is {width[0]} px wide on a {width[1]} px screen"
+    page.get_by_role("tab", name=re.compile("Old")).click()
+    width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert width[0] <= width[1], f"the old column is {width[0]} px wide on a {width[1]} px screen"

@@ -49,7 +49,7 @@ def test_side_by_side_shows_both_columns_with_the_handoff_highlighted(handed_off
     expect(coverage).to_contain_text("What the handoff carried")
     expect(coverage).to_contain_text(re.compile(r"\d+% salience-weighted coverage"))
     expect(coverage).to_contain_text(re.compile(r"\d+ of \d+ salient items"))
-    coverage.get_by_text(re.compile(r"other items?, by kind")).click()
+    coverage.get_by_text(re.compile(r"All \d+ items?, by kind")).click()
     expect(coverage.locator(".carried").filter(has_text="src/parser.py")).to_be_visible()
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "side-by-side.png"), full_page=True)

@@ -59,7 +59,7 @@ def test_no_payload_runs_anywhere_text_is_shown(signed_in, server_url, dialogs):
     chat = make_session(walker, model="local")
     visit(page, f"{server_url}{chat.get_absolute_url()}")
     for sent, payload in enumerate((PAYLOADS[0], PAYLOADS[1], PAYLOADS[6], PAYLOADS[48]), 1):
-        page.get_by_label("Message").fill(payload)
+        page.get_by_label("Message").fill(f"Show me what this one renders as: {payload}")
         page.get_by_label("Message").press("Enter")
         expect(page.locator(".entry--assistant")).to_have_count(sent, timeout=30_000)
         expect(page.locator(".entry--assistant").last).to_contain_text("You wrote")
@@ -67,7 +67,7 @@ def test_no_payload_runs_anywhere_text_is_shown(signed_in, server_url, dialogs):
     page.wait_for_timeout(200)
     assert dialogs == []
 
-    # The review box holds the document as the user will edit it.
+    # The review box holds the document as the user will edit it: the goal quotes a payload.
     Preferences.objects.create(user=walker, review_handoff=True)
     page.get_by_label("Message").fill("/handoff")
     page.get_by_label("Message").press("Enter")
