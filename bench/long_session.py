@@ -3,6 +3,7 @@
 In one run, on the file `make_session.py` writes (version 3, seed 7), medians of:
 
   import          the JSONL import (read, validate, write)        target ≤ 2 s
+  export          the JSONL export (every line, as the file wrote it)
   page            the session page (Django test client)           target ≤ 300 ms
   coverage panel  the coverage report and its panel's HTML        target ≤ 500 ms
   side by side    the whole side-by-side page, cold cache (both transcripts whole: the
@@ -63,6 +64,9 @@ def main() -> None:
     figures["json floor"] = median_seconds(lambda: [json.loads(line) for line in lines], args.runs)
     figures["import"] = median_seconds(lambda: session_file.import_jsonl(user, lines), args.runs)
     session = session_file.import_jsonl(user, lines)
+    figures["export"] = median_seconds(
+        lambda: sum(map(len, session_file.export_jsonl(session))), args.runs
+    )
     figures["branch load"] = median_seconds(lambda: store.get_branch(session), args.runs)
     branch = store.get_branch(session)
     figures["context build"] = median_seconds(lambda: context.build_context(branch), args.runs)

@@ -1,6 +1,6 @@
-"""Lossless export: a session file imported and exported again gives back every field of every
-line as the file had it (only a version-1 file's entries get the ids they lacked), and a second
-round trip changes nothing."""
+"""Lossless export: a session file imported and exported again is the same file, byte for byte,
+on either database (only a version-1 file's entries get the ids they lacked, and a renamed
+session's header its new title), and a second round trip changes nothing."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 from bench.make_session import generate
 from sessions import session_file
+from sessions.models import ChatSession
 
 pytestmark = pytest.mark.django_db
 
@@ -83,11 +84,26 @@ def without_issued_ids(line: dict) -> dict:
     return {k: v for k, v in line.items() if k not in ("id", "parentId", "version")}
 
 
-def test_a_file_with_every_kind_comes_back_field_for_field(owner):
-    lines = [json.dumps(line) for line in EVERY_KIND]
-    exported = round_trip(owner, lines)
-    assert [json.loads(line) for line in exported] == EVERY_KIND
-    assert round_trip(owner, exported) == exported
+def stringified(line: dict) -> str:
+    """A line as the reference agent writes it (JSON.stringify: no spaces, non-ASCII as is)."""
+    return json.dumps(line, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_a_file_with_every_kind_comes_back_byte_for_byte(owner):
+    lines = [stringified(line) for line in EVERY_KIND]
+    assert round_trip(owner, lines) == lines
+    spaced = [json.dumps(line) for line in EVERY_KIND]  # another writer's form, kept as well
+    assert round_trip(owner, spaced) == spaced
+
+
+def test_a_renamed_session_writes_its_title_in_the_files_own_order_of_fields(owner):
+    session = session_file.import_jsonl(owner, [stringified(line) for line in EVERY_KIND])
+    ChatSession.objects.filter(pk=session.pk).update(title="Parser, fixed")
+    session.refresh_from_db()
+    header, *rest = [line.rstrip("\n") for line in session_file.export_jsonl(session)]
+    assert list(json.loads(header)) == list(EVERY_KIND[0])
+    assert json.loads(header) == {**EVERY_KIND[0], "title": "Parser, fixed"}
+    assert rest == [stringified(line) for line in EVERY_KIND[1:]]
 
 
 def test_the_fields_an_export_used_to_lose_are_kept(owner):
@@ -108,11 +124,9 @@ def test_the_fields_an_export_used_to_lose_are_kept(owner):
     assert {line["id"]: line for line in twice[1:]}["x1"]["display"] is True
 
 
-def test_the_generated_version_3_session_comes_back_line_for_line_ids_included(owner):
+def test_the_generated_version_3_session_comes_back_byte_for_byte(owner):
     lines = list(corpus(3))
-    exported = round_trip(owner, lines)
-    assert [json.loads(line) for line in exported] == [json.loads(line) for line in lines]
-    assert round_trip(owner, exported) == exported
+    assert round_trip(owner, lines) == lines
 
 
 def test_the_generated_version_1_session_comes_back_with_the_ids_it_lacked(owner):

@@ -1,7 +1,9 @@
 """The app's models: a session's tree of entries, the prompts kept for it, each user's
-preferences. Each room holds its model and the short methods about one of its rows."""
+preferences, the lines of an imported file. Each room holds its model and the short methods
+about one of its rows."""
 
 from .entry import Entry
+from .file_line import FileLine
 from .preferences import Preferences
 from .prompts import PendingPrompt, PromptTemplate
 from .session import BranchRefused, ChatSession
@@ -10,6 +12,7 @@ __all__ = [
     "BranchRefused",
     "ChatSession",
     "Entry",
+    "FileLine",
     "PendingPrompt",
     "Preferences",
     "PromptTemplate",

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .. import handoff, store
-from ..models import ChatSession, Entry
+from ..models import ChatSession, Entry, FileLine
 
 STOP_REASONS = {
     Entry.Status.COMPLETE: "stop",
@@ -25,21 +25,38 @@ def _iso(moment: datetime) -> str:
 def export_jsonl(session: ChatSession) -> Iterator[str]:
     """The session as JSONL lines: the header, then every entry of the tree, the leaf last.
 
-    An imported session's lines are written back as its file gave them, field for field (only
-    a version-1 file's entries get ids, which it had none of); what agentweb wrote is written
-    in the reference agent's form."""
-    yield _json_line(_header(session))
+    An imported session's lines are written back as its file wrote them, byte for byte, when
+    nothing has moved: the header while the title is the file's, an entry while its id and
+    parent are. Otherwise a line is rebuilt field for field (a version-1 file's entries get the
+    ids it had none of); what agentweb wrote is written in the reference agent's form."""
+    kept: dict[int | None, str] = dict(
+        FileLine.objects.filter(session=session).values_list("entry_id", "text")
+    )
+    header = _header(session, kept.get(None))  # the header's line has no entry
+    yield _as_kept(kept.get(None), header) or _json_line(header)
     entries = sorted(
         Entry.objects.filter(session=session), key=lambda e: (e.pk == session.leaf_id, e.pk)
     )
     ids = _ids(entries)
     for entry in entries:
-        yield _json_line(_entry_line(entry, ids))
+        place = {"id": ids[entry.pk], "parentId": ids.get(entry.parent_id or 0)}
+        yield _as_kept(kept.get(entry.pk), place) or _json_line(_entry_line(entry, ids))
 
 
-def _header(session: ChatSession) -> dict[str, Any]:
-    if session.file_header:  # imported: as the file had it, with the title it has now
-        header = {**session.file_header, "type": "session"}
+def _as_kept(text: str | None, fields: dict[str, Any]) -> str | None:
+    """The line as its file wrote it, if it still says what `fields` say."""
+    if text is None:
+        return None
+    given = json.loads(text)
+    if any(given.get(name) != value for name, value in fields.items()):
+        return None
+    return _escaped(text) + "\n"
+
+
+def _header(session: ChatSession, kept: str | None) -> dict[str, Any]:
+    given = json.loads(kept) if kept else session.file_header  # the file's order of fields
+    if given:  # imported: as the file had it, with the title it has now
+        header = {**given, "type": "session"}
         if header.get("version", 1) == 1:
             header["version"] = 3  # its entries get ids now, as version 3 has them
         if "title" in header:
@@ -84,11 +101,16 @@ LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\u0085": "\\u0085"}
 
 
 def _json_line(value: dict[str, Any]) -> str:
-    """One JSONL line: UTF-8 as it is, except the characters other tools take as line breaks."""
-    line = json.dumps(value, ensure_ascii=False)
+    """One JSONL line, in the reference agent's form (JSON.stringify's: no spaces)."""
+    return _escaped(json.dumps(value, ensure_ascii=False, separators=(",", ":"))) + "\n"
+
+
+def _escaped(line: str) -> str:
+    """UTF-8 as it is, except the characters other tools take as line breaks (in a JSON line
+    they can only stand in a string, where the escape means the same)."""
     for character, escaped in LINE_BREAKS.items():
         line = line.replace(character, escaped)
-    return line + "\n"
+    return line
 
 
 def _entry_line(entry: Entry, ids: dict[int, str]) -> dict[str, Any]:

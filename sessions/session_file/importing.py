@@ -14,7 +14,7 @@ from django.utils.dateparse import parse_datetime
 
 from .. import context, store, thinking
 from ..content import text_of, title_from
-from ..models import ChatSession, Entry
+from ..models import ChatSession, Entry, FileLine
 from ..providers import catalog
 from .reading import InvalidSessionFile, has_ids, parents_of, parse
 
@@ -54,6 +54,7 @@ def import_jsonl(owner: User, lines: list[str]) -> ChatSession:
             entry.parent = by_key[parent_key] if parent_key is not None else None
         Entry.objects.bulk_update(created, ["parent"], batch_size=500)
         _resolve_references(created, by_key, [key for key, _ in parents])
+        _keep_lines(session, lines, rows, created)
         leaf = created[-1] if created else None
         branch = store.branch_ending_at(leaf.pk if leaf else None, created)
         ChatSession.objects.filter(pk=session.pk).update(
@@ -66,6 +67,20 @@ def import_jsonl(owner: User, lines: list[str]) -> ChatSession:
         )
     session.refresh_from_db()
     return session
+
+
+def _keep_lines(
+    session: ChatSession, lines: list[str], rows: list[tuple[int, Any]], created: list[Entry]
+) -> None:
+    """Each line as the file wrote it (the export writes it back when nothing has moved)."""
+    owners = [None, *created]  # line 1 is the header
+    FileLine.objects.bulk_create(
+        [
+            FileLine(session=session, entry=owner, text=lines[number - 1].rstrip("\r\n"))
+            for (number, _), owner in zip(rows, owners, strict=True)
+        ],
+        batch_size=500,
+    )
 
 
 def _resolve_references(created: list[Entry], by_key: dict[str, Entry], keys: list[str]) -> None:
