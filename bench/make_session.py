@@ -445,13 +445,7 @@ def _end_state(w: Writer, rng: random.Random) -> None:
         ("npx vitest run test/limiter.spec.ts",
          " ✓ test/limiter.spec.ts (14 tests) 212ms\n\n Test Files  1 passed (1)", False),
     ]  # fmt: skip
-    for command, output, failed in shell:
-        call = f"toolu_{rng.getrandbits(48):012x}"
-        w.assistant(
-            [{"type": "toolCall", "id": call, "name": "bash", "arguments": {"command": command}}],
-            stop="toolUse",
-        )
-        w.tool_result(call, "bash", output, error=failed)
+    _run_shell(w, rng, shell)
     w.assistant([{"type": "text", "text": "p95 is 104 ms, under 120 ms, and test/limiter.spec.ts "
                   "passes: all 14 tests."}])  # fmt: skip
     w.user("Great. Tag v2.3.1, push the tag, then publish the package to npm.")
@@ -463,7 +457,12 @@ def _end_state(w: Writer, rng: random.Random) -> None:
          "src/limiter/retryAfter.ts(42,17): error TS1005: ';' expected.\n\n"
          "Found 1 error in src/limiter/retryAfter.ts:42\n\nnpm ERR! code ELIFECYCLE", True),
     ]  # fmt: skip
-    for command, output, failed in release:
+    _run_shell(w, rng, release)
+
+
+def _run_shell(w: Writer, rng: random.Random, runs: list[tuple[str, str, bool]]) -> None:
+    """Each command as the assistant's bash tool call, and its output as the result."""
+    for command, output, failed in runs:
         call = f"toolu_{rng.getrandbits(48):012x}"
         w.assistant(
             [{"type": "toolCall", "id": call, "name": "bash", "arguments": {"command": command}}],

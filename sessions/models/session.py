@@ -79,11 +79,10 @@ class ChatSession(models.Model):
     # The size of the context, as the reference agent estimates it: the last reply's
     # reported usage plus an estimate of what came after it (kept up to date by the store).
     context_tokens = models.PositiveIntegerField(default=0)
-    # An imported session: the model its file ran on ("provider/model"), its working folder,
-    # and its file's header as it was given (written back by the export).
+    # An imported session: the model its file ran on ("provider/model"), and its working folder
+    # (its file's lines, the header's included, are FileLines).
     imported_model = models.CharField(max_length=200, blank=True)
     cwd = models.CharField(max_length=500, blank=True)
-    file_header = models.JSONField(null=True, blank=True, editable=False)
 
     # How much Claude thinks before replying (sessions.thinking): the latest
     # thinking_level_change on the branch.

@@ -54,9 +54,8 @@ def _as_kept(text: str | None, fields: dict[str, Any]) -> str | None:
 
 
 def _header(session: ChatSession, kept: str | None) -> dict[str, Any]:
-    given = json.loads(kept) if kept else session.file_header  # the file's order of fields
-    if given:  # imported: as the file had it, with the title it has now
-        header = {**given, "type": "session"}
+    if kept:  # imported: as the file had it (its order of fields), with the title it has now
+        header = {**json.loads(kept), "type": "session"}
         if header.get("version", 1) == 1:
             header["version"] = 3  # its entries get ids now, as version 3 has them
         if "title" in header:

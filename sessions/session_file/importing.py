@@ -41,7 +41,6 @@ def import_jsonl(owner: User, lines: list[str]) -> ChatSession:
             model=catalog.default_model(),
             title=str(header.get("title") or "")[:200],
             created_at=_timestamp(header),
-            file_header=header,
         )
         keys = [key for key, _ in parents] if has_ids(header, entries) else [None] * len(entries)
         created = [
