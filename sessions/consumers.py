@@ -20,6 +20,7 @@ from . import commands, generation, partials, status, store, tabs
 from .commands import session as session_commands
 from .forms import Frame, FrameError, parse_frame
 from .models import ChatSession, Entry, PromptTemplate
+from .numbers import whole_number
 from .partials import announce
 from .partials.events import render
 from .transcript import fold
@@ -272,8 +273,5 @@ def _give_back(text: str) -> str:
 
 
 def _query_int(scope: dict[str, Any], name: str) -> int:
-    values = parse_qs(scope.get("query_string", b"").decode()).get(name, ["0"])
-    try:
-        return max(0, int(values[0]))
-    except ValueError:
-        return 0
+    values = parse_qs(scope.get("query_string", b"").decode(errors="replace")).get(name, ["0"])
+    return whole_number(values[0]) or 0

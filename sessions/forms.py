@@ -12,6 +12,7 @@ from django.conf import settings
 
 from . import todos
 from .models import Preferences
+from .numbers import WholeNumberField, whole_number
 from .providers import catalog
 
 
@@ -27,7 +28,7 @@ class FrameForm(forms.Form):
     )
     message = forms.CharField(required=False, strip=False)
     document = forms.CharField(required=False, strip=False)
-    entry = forms.IntegerField(required=False, min_value=1)
+    entry = WholeNumberField(required=False, min_value=1)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -138,8 +139,8 @@ class ModelForm(forms.Form):
 class CompareForm(forms.Form):
     """The side-by-side chooser: two session ids."""
 
-    left = forms.IntegerField(min_value=1, max_value=2**62)
-    right = forms.IntegerField(min_value=1, max_value=2**62)
+    left = WholeNumberField(min_value=1, widget=forms.NumberInput)
+    right = WholeNumberField(min_value=1, widget=forms.NumberInput)
 
 
 class RenameForm(forms.Form):
@@ -150,7 +151,7 @@ class ImportForm(forms.Form):
     file = forms.FileField(label="Session file (JSONL)", allow_empty_file=True)
 
 
-TODO_OP = re.compile(r"^(?:save|add|(?:up|down|remove):\d{1,3})$")
+TODO_OP = re.compile(r"(?:save|add|(?:up|down|remove):[0-9]{1,3})")
 TODO_UNREADABLE = "That change to the todo list could not be read: reload the page."
 
 
@@ -168,13 +169,14 @@ class TodoEditForm:
         self._problem = self._check()
 
     def _check(self) -> str:
-        if len(self.texts) != len(self.states) or not TODO_OP.match(self.op):
+        if len(self.texts) != len(self.states) or not TODO_OP.fullmatch(self.op):
             return TODO_UNREADABLE
         if len(self.texts) + (self.op == "add") > todos.MAX_ITEMS:
             return f"A todo list holds at most {todos.MAX_ITEMS} items."
         if any(state not in todos.STATES for state in self.states):
             return TODO_UNREADABLE
-        if not all(index.isdigit() and int(index) < len(self.texts) for index in self.done):
+        ticked = [whole_number(index, largest=len(self.texts) - 1) for index in self.done]
+        if None in ticked:
             return TODO_UNREADABLE
         texts = [*self.texts, self.new]
         if any(len(text) > todos.MAX_TEXT for text in texts):
@@ -191,7 +193,7 @@ class TodoEditForm:
 
     def apply(self) -> tuple[list[todos.Todo], str]:
         """The new list, and the id of the control to focus next."""
-        ticked = {int(index) for index in self.done}
+        ticked = {whole_number(index) for index in self.done}
         items: list[todos.Todo | None] = []
         for index, (text, state) in enumerate(zip(self.texts, self.states, strict=True)):
             if index in ticked:

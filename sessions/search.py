@@ -10,6 +10,7 @@ queries fall back to a scan. PostgreSQL matches words with `simple` full text an
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from django.contrib.auth.models import User
@@ -21,6 +22,16 @@ from .models import ChatSession, Entry
 
 RESULTS = 30
 SNIPPET_CONTEXT = 60  # characters shown either side of the match
+QUERY_CHARS = 200
+# NUL ends an FTS5 phrase and PostgreSQL refuses it in text; other control characters and
+# half surrogate pairs are in no entry's words either.
+UNSEARCHABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+
+
+def query_of(typed: str) -> str:
+    """What is searched for when a person types `typed`: it, without the characters no database
+    can match, at most QUERY_CHARS long."""
+    return UNSEARCHABLE.sub("", typed).strip()[:QUERY_CHARS]
 
 
 @dataclass(frozen=True)

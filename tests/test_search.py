@@ -103,3 +103,22 @@ def test_imported_entries_are_searchable_and_other_users_entries_are_not(owner, 
     say(make_session(stranger), "a quokka of my own")
     hits = search.find(owner, "quokka")
     assert [hit.session.owner_id for hit in hits] == [owner.pk]
+
+
+@pytest.mark.parametrize(
+    ("typed", "searched"), [("%00abc", "abc"), ("abc%00", "abc"), ("ab%01c%7F", "abc")]
+)
+def test_characters_no_database_can_match_are_left_out_of_the_query(client, owner, typed, searched):
+    session = make_session(owner)
+    say(session, "the abc of it", role="assistant")
+    client.force_login(owner)
+    page = client.get(f"/?q={typed}")
+    assert page.status_code == 200
+    assert f"Messages that mention “{searched}”" in page.content.decode()
+
+
+def test_a_query_of_nul_alone_is_no_query(client, owner):
+    make_session(owner)
+    client.force_login(owner)
+    page = client.get("/?q=%00")
+    assert page.status_code == 200 and "Messages that mention" not in page.content.decode()

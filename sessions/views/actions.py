@@ -14,8 +14,9 @@ from .. import care, todos
 from ..commands import session as session_commands
 from ..forms import ModelForm, TodoEditForm
 from ..models import BranchRefused, ChatSession
+from ..numbers import entry_id_of
 from ..partials import announce
-from .base import AuthenticatedRequest, after_setting, entry_id_of, own_session, say_refused
+from .base import AuthenticatedRequest, after_setting, own_session, say_refused
 
 
 @require_POST

@@ -29,10 +29,6 @@ def own_session(request: AuthenticatedRequest, session_id: int) -> ChatSession:
     )
 
 
-def entry_id_of(value: str | None) -> int:
-    return int(value) if value and value.isdigit() and len(value) < 19 else 0
-
-
 def say_refused(request: AuthenticatedRequest, session: ChatSession, reason: str) -> HttpResponse:
     """A branch action that could not be done: said where the person is looking."""
     if request.htmx:

@@ -23,16 +23,17 @@ from .. import (
 )
 from ..forms import ImportForm, PreferencesForm, RenameForm
 from ..models import ChatSession, Entry, Preferences
+from ..numbers import entry_id_of, whole_number
 from ..providers import catalog
 from .base import AuthenticatedRequest, own_session
 
 
 def index(request: AuthenticatedRequest) -> HttpResponse:
-    query = request.GET.get("q", "").strip()[:200]
+    query = search.query_of(request.GET.get("q", ""))
     archived = request.GET.get("archived") == "1" and not query
     care.purge(request.user)
     page, chains = listing.chain_page(
-        request.user, query, request.GET.get("page"), archived=archived
+        request.user, query, whole_number(request.GET.get("page")) or 1, archived=archived
     )
     hits = search.find(request.user, query) if query else []
     return render(
@@ -64,7 +65,8 @@ def _end_around(outline: list[tuple[int, str]], at: str) -> int:
     """Where a window showing entry `at` ends: the end, unless the entry is older than the
     latest window; then half a window past it."""
     ids = [pk for pk, _ in outline]
-    index = ids.index(int(at)) if at.isdigit() and int(at) in ids else len(ids)
+    entry_id = entry_id_of(at)
+    index = ids.index(entry_id) if entry_id in ids else len(ids)
     if index >= len(ids) - transcript.WINDOW:
         return len(ids)
     return min(len(ids), index + transcript.WINDOW // 2)
@@ -97,19 +99,16 @@ def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse
 
 def _off_branch(session: ChatSession, outline: store.Outline, at: str) -> int | None:
     """Entry `at` (a search result) when it is in the session but not on the branch shown."""
-    if not at.isdigit() or any(pk == int(at) for pk, _ in outline):
+    entry_id = entry_id_of(at)
+    if not entry_id or any(pk == entry_id for pk, _ in outline):
         return None
-    found = Entry.objects.filter(session=session, pk=int(at)).exists()
-    return int(at) if found else None
+    return entry_id if Entry.objects.filter(session=session, pk=entry_id).exists() else None
 
 
 def earlier_entries(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
     """The window of entries before `?before=<entry id>`, for "Show earlier messages"."""
     session = own_session(request, session_id)
-    try:
-        before = int(request.GET.get("before", ""))
-    except ValueError:
-        before = None
+    before = whole_number(request.GET.get("before"))
     context = {
         "session": session,
         "with_entries": True,
