@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from . import shapes
 from .content import EntryLike, Kind, Role, Status, block_list, block_texts
 from .tokens import estimate_tokens
 
@@ -89,7 +90,7 @@ def latest_compaction(entries: Sequence[EntryLike]) -> int | None:
 
 def first_kept(entries: Sequence[EntryLike], at: int) -> int:
     """The index of the first entry the compaction at `at` kept (`at` itself: none)."""
-    kept_id = entries[at].data.get("refs", {}).get("firstKeptEntryId")
+    kept_id = shapes.count(shapes.part(entries[at].data, "refs").get("firstKeptEntryId"))
     return next((i for i in range(at) if entries[i].pk == kept_id), at)
 
 
@@ -100,7 +101,7 @@ def context_parts(entries: Sequence[EntryLike]) -> list[Part]:
     if at is None:
         return answered([part for entry in entries for part in entry_parts(entry)])
     compaction = entries[at]
-    summary = compaction.data.get("fields", {}).get("summary") or compaction.text
+    summary = shapes.text(shapes.part(compaction.data, "fields").get("summary")) or compaction.text
     parts = [
         Part(USER, f"{COMPACTION_PREFIX}{summary}{COMPACTION_SUFFIX}", "summary", compaction.pk)
     ]
@@ -162,14 +163,14 @@ def entry_parts(entry: EntryLike) -> list[Part]:
     if entry.kind == Kind.CUSTOM_MESSAGE:
         return _blocks_as_parts(USER, entry.content, "custom", entry.pk)
     if entry.kind == Kind.BRANCH_SUMMARY:
-        summary = entry.data.get("fields", {}).get("summary") or entry.text
+        summary = shapes.text(shapes.part(entry.data, "fields").get("summary")) or entry.text
         if not summary:
             return []
         text = f"{BRANCH_SUMMARY_PREFIX}{summary}{BRANCH_SUMMARY_SUFFIX}"
         return [Part(USER, text, "branch_summary", entry.pk)]
     if entry.kind != Kind.MESSAGE:
         return []
-    message = entry.data.get("message", {})
+    message = shapes.part(entry.data, "message")
     if entry.role == Role.ASSISTANT:
         return _assistant_parts(entry)
     if entry.role == Role.TOOL_RESULT:
@@ -288,7 +289,7 @@ def excerpt(text: str, keep_chars: int) -> str:
 # --- how big the context is ----------------------------------------------------------------
 def usage_tokens(entry: EntryLike) -> int:
     """The context size an assistant reply's usage reports (the reference agent's figure)."""
-    usage = entry.data.get("message", {}).get("usage")
+    usage = shapes.part(entry.data, "message").get("usage")
     if isinstance(usage, dict):
         total = usage.get("totalTokens")
         if isinstance(total, int) and total > 0:

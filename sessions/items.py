@@ -15,6 +15,7 @@ from typing import Any
 
 from .content import EntryLike, Kind, Role
 from .context import bash_failed, bash_text
+from .shapes import part
 
 URL = re.compile(r"https?://[^\s<>()\[\]`'\"]+[^\s<>()\[\]`'\".,;:!?]")
 PATH = re.compile(
@@ -230,7 +231,7 @@ def entry_pieces(entry: EntryLike) -> Iterator[Piece]:
 
 
 def _message_pieces(entry: EntryLike, position: int) -> Iterator[Piece]:
-    message = entry.data.get("message", {})
+    message = part(entry.data, "message")
     if entry.role == "bashExecution":
         failed = bash_failed(message)
         yield Piece(str(message.get("command", "")), "bash_command", position)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from . import usage
+from . import shapes, usage
 from .models import ChatSession, Entry, PendingPrompt
 from .tokens import Usage
 
@@ -28,7 +28,7 @@ def read(session: ChatSession) -> StatusLine:
     context_before = None
     if session.parent_session_id:
         seed = Entry.objects.filter(session=session, parent__isnull=True).only("data").first()
-        context_before = seed.data.get("context_tokens_before") if seed else None
+        context_before = shapes.count(seed.data.get("context_tokens_before")) if seed else None
     return StatusLine(
         generating=session.is_generating,
         generation_kind=session.generation_kind,

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from . import shapes
 from .content import EntryLike, Kind
+from .shapes import part
 
 OFF = "off"
 # The level's thinking budget, in tokens (Claude needs at least 1,024 when it thinks).
@@ -28,6 +30,6 @@ def level_on(branch: Sequence[EntryLike]) -> str:
     """The level a branch ends at: its latest thinking_level_change, else off."""
     for entry in reversed(branch):
         if entry.kind == Kind.THINKING_LEVEL_CHANGE:
-            level = entry.data.get("fields", {}).get("thinkingLevel")
+            level = shapes.text(part(entry.data, "fields").get("thinkingLevel"))
             return level if level in BUDGETS else OFF
     return OFF

@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db.models import Q
 
 from .models import ChatSession, Entry
+from .shapes import part
 from .store import branch_ids
 
 TOOL_NAME = "todo_write"
@@ -172,13 +173,13 @@ def state(session: ChatSession, branch: Iterable[int] | None = None) -> TodoStat
             reset = entry
             continue
         if entry.kind == Entry.Kind.CUSTOM:
-            data = entry.data.get("fields", {}).get("data", {})
+            data = part(entry.data, "fields", "data")
             todos, unseen = from_dicts(data.get("todos")), data.get("source") == "user"
         else:
-            message = entry.data.get("message", {})
-            if message.get("isError"):
+            message = part(entry.data, "message")
+            if message.get("isError") is True:
                 continue
-            todos, unseen = from_dicts(message.get("details", {}).get("todos")), False
+            todos, unseen = from_dicts(part(message, "details").get("todos")), False
         reset = entry
     turns = 0
     if reset is not None and any(todo.is_open for todo in todos):

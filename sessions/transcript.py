@@ -15,6 +15,7 @@ from . import todos
 from .content import block_texts, image_placeholder
 from .context import bash_failed, bash_text, tool_call_line
 from .models import Entry
+from .shapes import part
 from .store import Outline
 
 SHOWN_RESULT_CHARS = 20_000  # a longer tool output is cut in the page (the export has it all)
@@ -32,7 +33,7 @@ def fold(entries: Sequence[Entry]) -> list[Entry]:
                 if isinstance(block, dict) and block.get("type") == "toolCall":
                     calls[str(block.get("id"))] = entry
         elif entry.kind == Entry.Kind.MESSAGE and entry.role == Entry.Role.TOOL_RESULT:
-            call_id = str(entry.data.get("message", {}).get("toolCallId"))
+            call_id = str(part(entry.data, "message").get("toolCallId"))
             caller = calls.get(call_id)
             if caller is not None:
                 if caller.folded_results is None:
@@ -47,7 +48,7 @@ def blocks(entry: Entry) -> list[Block]:
     """An entry's content as the page shows it, block by block."""
     if entry.kind != Entry.Kind.MESSAGE:
         return []
-    message = entry.data.get("message", {})
+    message = part(entry.data, "message")
     if entry.role == Entry.Role.TOOL_RESULT:
         return [_result_block(entry, str(message.get("toolName") or "tool"), line="")]
     if entry.role == "bashExecution":
@@ -92,7 +93,7 @@ def _result_block(result: Entry, name: str, *, line: str) -> Block:
         "has_result": True,
         "result": text[:SHOWN_RESULT_CHARS],
         "cut": max(0, len(text) - SHOWN_RESULT_CHARS),
-        "error": bool(result.data.get("message", {}).get("isError")),
+        "error": part(result.data, "message").get("isError") is True,
     }
 
 

@@ -15,7 +15,7 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sessions import commands, session_file, store
+from sessions import commands, session_file, store, todos
 from sessions.forms import Frame, FrameError, parse_frame
 from sessions.rendering import ALLOWED_ATTRIBUTES, ALLOWED_TAGS, render_markdown
 
@@ -37,6 +37,27 @@ json_values = st.recursive(
         st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4)
     ),
     max_leaves=12,
+)
+# Integers beyond what a database column keeps, timestamps beyond what UTC can name.
+huge_integers = st.integers(min_value=-(2**70), max_value=2**70) | st.sampled_from([2**31, 2**63])
+timestamps = (
+    st.text(max_size=30)
+    | st.datetimes().map(lambda d: d.isoformat())
+    | st.sampled_from(["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
+)
+usages = json_values | st.dictionaries(
+    st.sampled_from(["input", "output", "cacheRead", "cacheWrite", "totalTokens"]),
+    huge_integers | json_values,
+    max_size=5,
+)
+# Every field agentweb reads inside `data` or `details`, given any JSON (issue 18 items 2-4).
+nested_fields = json_values | st.dictionaries(
+    st.sampled_from(
+        ["todos", "source", "text", "warnings", "fitted", "coverage", "context_tokens_before"]
+        + ["refs", "purpose", "handoff"]
+    ),
+    json_values | st.lists(json_values, max_size=3),
+    max_size=4,
 )
 markdownish = st.text(
     alphabet=st.sampled_from(list("#*_`[]()<>!-|:/\\\"' \n\tajsxc=&;0123456789é中😀")), max_size=300
@@ -107,7 +128,7 @@ entry_lines = st.fixed_dictionaries(
     optional={
         "id": st.text(max_size=4) | st.integers(),
         "parentId": st.none() | st.text(max_size=4),
-        "timestamp": st.text(max_size=30) | st.datetimes().map(lambda d: d.isoformat()),
+        "timestamp": timestamps,
         "message": st.fixed_dictionaries(
             {},
             optional={
@@ -127,8 +148,12 @@ entry_lines = st.fixed_dictionaries(
                     ),
                     max_size=3,
                 ),  # fmt: skip
-                "usage": json_values,
+                "usage": usages,
                 "stopReason": json_values,
+                "toolName": st.sampled_from(["todo_write", "bash"]) | json_values,
+                "toolCallId": json_values,
+                "isError": json_values,
+                "details": nested_fields,
                 "command": json_values,
                 "output": json_values,
                 "exitCode": json_values,
@@ -137,8 +162,13 @@ entry_lines = st.fixed_dictionaries(
         "summary": json_values,
         "firstKeptEntryId": json_values,
         "firstKeptEntryIndex": json_values,
-        "customType": json_values,
+        "customType": st.sampled_from(["todos", "handoff", "note"]) | json_values,
         "content": json_values,
+        "data": nested_fields,
+        "details": nested_fields,
+        "display": json_values,
+        "thinkingLevel": st.sampled_from(["off", "high"]) | json_values,
+        "tokensBefore": huge_integers | json_values,
         "modelId": json_values,
         "label": json_values,
     },
@@ -159,6 +189,12 @@ def test_the_importer_takes_any_file_and_what_it_takes_renders_and_exports(owner
     client = Client()
     client.force_login(owner)
     assert client.get(session.get_absolute_url()).status_code == 200
+    assert client.get(f"/sessions/{session.pk}/tree/").status_code == 200
     assert b"".join(client.get(f"/sessions/{session.pk}/export.jsonl")).strip()
     assert session_file.export_markdown(session)
     store.session_context(session)
+    todos.state(session)
+    if session.leaf_id:
+        forked = session.fork(session.leaf_id)
+        assert client.get(forked.get_absolute_url()).status_code == 200
+        assert b"".join(client.get(f"/sessions/{forked.pk}/export.jsonl")).strip()

@@ -40,6 +40,10 @@ from .turns import AUTO_HANDOFF, Turn, next_turn, release_and_status
 
 log = logging.getLogger(__name__)
 
+FAILED = (
+    "agentweb failed while answering (the server's log has the error): your message is kept in "
+    "the session; send it again to retry."
+)
 RUNNING: dict[str, asyncio.Task[None]] = {}  # strong references: running jobs of this process
 
 
@@ -84,6 +88,7 @@ class Job:
             await self.take_turns()
         except Exception:
             log.exception("generation %s failed", self.generation_id)
+            await self.relay.notify(Notice(FAILED, "error"))
         finally:
             listener.cancel()
             heartbeat.cancel()

@@ -11,6 +11,7 @@ from django.utils import timezone
 from ..content import Kind, Role, Status, searchable, text_of
 from ..context import entry_parts, in_context
 from ..items import entry_items
+from ..shapes import part, texts
 
 
 class Entry(models.Model):
@@ -63,6 +64,17 @@ class Entry(models.Model):
     def text(self) -> str:
         """The entry's text blocks joined by newlines; other blocks are not text."""
         return text_of(self.content)
+
+    @property
+    def warnings(self) -> list[str]:
+        """A handoff document's structure warnings (none, when a file gave something else)."""
+        return texts(self.data.get("warnings"))
+
+    @property
+    def fitted(self) -> list[str]:
+        """How a handoff was fitted to the model's window, line by line: a seed's own, or the
+        handoff reply's."""
+        return texts(self.data.get("fitted")) or texts(part(self.data, "handoff").get("fitted"))
 
     @property
     def is_handoff(self) -> bool:

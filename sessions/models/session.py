@@ -40,6 +40,7 @@ class BranchRefused(Exception):
 
 BUSY_BRANCHING = "Wait for the reply to end (or cancel it) before changing branches."
 NOT_AN_ENTRY = "That entry is not part of this session."
+MESSAGES = (Entry.Kind.MESSAGE, Entry.Kind.CUSTOM_MESSAGE)
 TITLE_REQUIRED = "This field is required."
 
 
@@ -300,8 +301,13 @@ class ChatSession(models.Model):
             for original, copy in zip(originals, copies, strict=True):
                 copy.parent_id = new_id.get(original.parent_id) if original.parent_id else None
                 refs = copy.data.get("refs")
-                if isinstance(refs, dict):
-                    copy.data["refs"] = {k: new_id[v] for k, v in refs.items() if v in new_id}
+                if copy.kind not in MESSAGES and isinstance(refs, dict):
+                    # a marker's references to entries (a message's details are its own)
+                    copy.data["refs"] = {
+                        name: new_id[target]
+                        for name, target in refs.items()
+                        if isinstance(target, int) and target in new_id
+                    }
             Entry.objects.bulk_update(copies, ["parent", "data"], batch_size=500)
             ChatSession.objects.filter(pk=new.pk).update(leaf_id=copies[-1].pk if copies else None)
         new.refresh_from_db()

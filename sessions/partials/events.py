@@ -25,6 +25,7 @@ from ..generation.events import (
     ToolAnswered,
     TranscriptShown,
 )
+from ..shapes import part
 from . import (
     blocks_closed,
     delta,
@@ -117,10 +118,10 @@ def _(event: ToolAnswered) -> str:
     """The call's line in the reply gets its result folded under it, and the todo list the
     tool set goes to the panel."""
     result, caller = event.result, event.caller
-    call_id = str(result.data.get("message", {}).get("toolCallId"))
+    call_id = str(part(result.data, "message").get("toolCallId"))
     caller.folded_results = {**(caller.folded_results or {}), call_id: result}
     html = entry_again(caller)
-    details = result.data.get("message", {}).get("details", {})
+    details = part(result.data, "message", "details")
     if "todos" in details:
         html += todo_panel(event.session, todos.from_dicts(details["todos"]))
     return html

@@ -10,6 +10,7 @@ from typing import Any
 
 from .. import handoff, store
 from ..models import ChatSession, Entry, FileLine
+from ..shapes import part, texts
 
 STOP_REASONS = {
     Entry.Status.COMPLETE: "stop",
@@ -119,13 +120,13 @@ def _entry_line(entry: Entry, ids: dict[int, str]) -> dict[str, Any]:
         "id": ids[entry.pk],
         "parentId": ids.get(entry.parent_id) if entry.parent_id else None,
         "timestamp": given.get("timestamp") or _iso(entry.created_at),
-        **given.get("extra", {}),
+        **part(given, "extra"),
     }
     if entry.kind == Entry.Kind.MESSAGE:
         line["message"] = _message(entry, given)
     elif entry.kind == Entry.Kind.CUSTOM_MESSAGE:
         line.update(customType=entry.custom_type, display=entry.display)
-        for name in given.get("absent", []):
+        for name in texts(given.get("absent")):
             line.pop(name, None)
         if (content := _content(entry, given)) is not None:
             line["content"] = content
@@ -133,10 +134,11 @@ def _entry_line(entry: Entry, ids: dict[int, str]) -> dict[str, Any]:
         if details:
             line["details"] = details
     elif "fields" in entry.data:  # a kind agentweb keeps but does not run: as it came
-        line.update(entry.data["fields"])
+        line.update(part(entry.data, "fields"))
         line.pop("firstKeptEntryIndex", None)  # version 1's form: written as an id instead
-        for name, target in entry.data.get("refs", {}).items():
-            line[name] = ids.get(target, f"{target:08x}")
+        for name, target in part(entry.data, "refs").items():
+            if isinstance(target, int):
+                line[name] = ids.get(target, f"{target:08x}")
     else:  # agentweb's own records (an interruption, a failed switch)
         line.update(customType=entry.custom_type, data={"text": entry.text}, display=entry.display)
     return line
@@ -147,7 +149,7 @@ def _message(entry: Entry, given: dict[str, Any]) -> dict[str, Any]:
     message: dict[str, Any] = {"role": entry.role}
     if (content := _content(entry, given)) is not None:
         message["content"] = content
-    message.update(entry.data.get("message", {}))
+    message.update(part(entry.data, "message"))
     if given:
         return message
     message.setdefault("timestamp", int(entry.created_at.timestamp() * 1000))

@@ -10,9 +10,9 @@ from typing import IO, Any
 
 from django.conf import settings
 from django.db import models
-from django.utils.dateparse import parse_datetime
 
 from ..models import Entry
+from . import fields
 
 MAX_IMPORT_BYTES = 16 * 1024 * 1024
 KINDS = {kind.value for kind in Entry.Kind}
@@ -75,7 +75,6 @@ def parse(lines: list[str]) -> Iterable[tuple[int, dict[str, Any]]]:
 
 
 MAX_DEPTH = 64
-TOKEN_FIELDS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 
 
 def _shape_problem(line: dict[str, Any]) -> str:
@@ -98,33 +97,15 @@ def _shape_problem(line: dict[str, Any]) -> str:
 
 def _problem(line: dict[str, Any]) -> str:
     """What makes a line unusable, in words (empty: nothing)."""
-    stamp = line.get("timestamp")
-    if stamp is not None and not isinstance(stamp, str):
-        return "`timestamp` must be an ISO date and time."
-    if isinstance(stamp, str):
-        try:
-            parse_datetime(stamp)
-        except ValueError:
-            return f"impossible timestamp {stamp[:40]!r}."
+    if problem := fields.problem_of(line):
+        return problem
     message = line.get("message")
     if line.get("type") == Entry.Kind.MESSAGE and isinstance(message, dict):
-        usage = message.get("usage")
-        if usage is not None and not (
-            isinstance(usage, dict)
-            and all(_count(usage.get(name)) for name in TOKEN_FIELDS if name in usage)
-        ):
-            return "`usage` must hold whole, non-negative token counts."
-        for field in ("role", "stopReason", "errorMessage", "model", "provider"):
-            if not isinstance(message.get(field, ""), str | None):
-                return f"a message's `{field}` must be a string."
         for field, column in (("role", "role"), ("model", "model")):
             if problem := _longer_than_column(message.get(field), column):
                 return f"a message's `{field}` {problem}"
         return _content_problem(message.get("content"))
-    custom_type = line.get("customType")
-    if not isinstance(custom_type, str | None):
-        return "`customType` must be a string."
-    if problem := _longer_than_column(custom_type, "custom_type"):
+    if problem := _longer_than_column(line.get("customType"), "custom_type"):
         return f"`customType` {problem}"
     if line.get("type") == Entry.Kind.CUSTOM_MESSAGE:
         return _content_problem(line.get("content"))
@@ -154,10 +135,6 @@ def _unstorable(text: str) -> str:
 def _not_json(name: str) -> Any:
     """Python's json reads NaN and Infinity; JSON (and the database) does not."""
     raise ValueError(f"{name} is not a JSON number")
-
-
-def _count(value: Any) -> bool:
-    return value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)
 
 
 def _content_problem(content: Any) -> str:
