@@ -263,6 +263,10 @@ AGENTWEB_MAX_RETRIES = env_int("AGENTWEB_MAX_RETRIES", 2)
 AGENTWEB_LOCAL_TOKEN_DELAY = env_float("AGENTWEB_LOCAL_TOKEN_DELAY", 0.03)
 # Most entries an imported session file may have.
 AGENTWEB_MAX_IMPORT_ENTRIES = env_int("AGENTWEB_MAX_IMPORT_ENTRIES", 100_000)
+# Most entries a fork may copy (a branch of an imported session can be as long as the file).
+AGENTWEB_MAX_FORK_ENTRIES = env_int("AGENTWEB_MAX_FORK_ENTRIES", 100_000)
+# Rows per transaction of a large fork or purge: other users' writes wait at most one batch.
+AGENTWEB_WRITE_BATCH = env_int("AGENTWEB_WRITE_BATCH", 500)
 # Longest message accepted from the chat box, in characters.
 AGENTWEB_MAX_MESSAGE_CHARS = env_int("AGENTWEB_MAX_MESSAGE_CHARS", 100_000)
 # Caps that keep one user (or one flooding socket) from running up the operator's API key.

@@ -15,10 +15,10 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from .models import ChatSession
+from .models import ChatSession, building
 
 
 def restore(owner: User, session_id: int) -> int:
@@ -56,12 +56,20 @@ def recently_deleted(owner: User) -> list[Deleted]:
 
 
 def purge(owner: User | None = None) -> int:
-    """Delete for good what was deleted longer ago than the undo time; how many sessions."""
-    expired = ChatSession.objects.filter(deleted_at__lt=_oldest_restorable())
+    """Delete for good what was deleted longer ago than the undo time (and forks a process
+    that died left half made); how many sessions. A large session's entries go a batch per
+    transaction, so no other user waits on the purge."""
+    expired = ChatSession.objects.filter(
+        Q(deleted_at__lt=_oldest_restorable())
+        | Q(building=True, created_at__lt=building.abandoned_before())
+    )
     if owner is not None:
         expired = expired.filter(owner=owner)
-    _, deleted = expired.delete()
-    return deleted.get("chat.ChatSession", 0)
+    purged = 0
+    for session_id in expired.values_list("pk", flat=True):
+        building.delete_entries(session_id)
+        purged += ChatSession.objects.filter(pk=session_id).delete()[1].get("chat.ChatSession", 0)
+    return purged
 
 
 def _restorable(owner: User) -> QuerySet[ChatSession]:

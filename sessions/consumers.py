@@ -16,7 +16,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.urls import reverse
 
-from . import commands, generation, partials, status, store, tabs
+from . import commands, generation, partials, sign_ins, status, store, tabs
 from .commands import session as session_commands
 from .forms import Frame, FrameError, parse_frame
 from .models import ChatSession, Entry, PromptTemplate
@@ -53,6 +53,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
             settings.AGENTWEB_FRAMES_PER_SECOND, settings.AGENTWEB_FRAME_BURST
         )
         self.awaiting_snapshot_since = 0.0
+        self.user_id = user.pk
         self.user_group = tabs.user_group(user.pk)
         self.login = self.scope["session"].session_key or ""
         await self.channel_layer.group_add(self.group, self.channel_name)
@@ -80,6 +81,28 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if not event["login"] or event["login"] == self.login:
             await self.close(code=CLOSE_UNAUTHENTICATED)
 
+    async def user_recheck(self, event: dict[str, Any]) -> None:
+        """The password changed: only the sign-in that changed it goes on (under a new key)."""
+        self.login = event["renamed"].get(self.login, self.login)
+        if not await database_sync_to_async(sign_ins.holds)(self.login, self.user_id):
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+
+    async def session_deleted(self, event: dict[str, Any]) -> None:
+        await self.send(text_data=event["html"])
+        await self.close(code=CLOSE_NOT_FOUND)
+
+    async def may_act(self) -> bool:
+        """Before a frame is acted on: the sign-in still holds (Django's rules: not signed out,
+        not expired, the password unchanged) and the session is not deleted."""
+        signed_in, kept = await database_sync_to_async(_standing)(
+            self.login, self.user_id, self.session.pk
+        )
+        if not signed_in:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+        elif not kept:
+            await self.session_deleted({"html": partials.notice(announce.DELETED, "error")})
+        return signed_in and kept
+
     # --- from the browser ------------------------------------------------------
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         try:
@@ -89,6 +112,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
             return
         if frame.action != "cancel" and not self.budget.take():  # Cancel always goes through
             await self.refuse(TOO_FAST, frame.message)
+            return
+        if not await self.may_act():
             return
         if frame.action == "cancel":
             if not await generation.cancel(self.session.pk):
@@ -222,8 +247,19 @@ class SessionConsumer(AsyncWebsocketConsumer):
 
 
 RELAYED = frozenset(
-    {"agent.event", "generation.snapshot", "session.update", "session.entry", "user.logout"}
+    {
+        *("agent.event", "generation.snapshot", "session.update", "session.entry"),
+        *("session.deleted", "user.logout"),
+    }
 )
+
+
+def _standing(login: str, user_id: int, session_id: int) -> tuple[bool, bool]:
+    """Whether the sign-in holds, and whether the session is kept (not deleted)."""
+    kept = ChatSession.objects.filter(ChatSession.kept(), pk=session_id).exists()
+    return sign_ins.holds(login, user_id), kept
+
+
 CATCH_UP_LIMIT = 200
 CATCH_UP_PAGE = 50
 TOO_FAST = "Too many messages at once: wait a moment, then send again."

@@ -59,7 +59,9 @@ class Hit:
 
 def matching_entries(owner: User, query: str) -> QuerySet[Entry]:
     """The owner's entries whose words contain `query`, newest first."""
-    mine = Entry.objects.filter(session__owner=owner, session__deleted_at__isnull=True)
+    mine = Entry.objects.filter(
+        session__owner=owner, session__deleted_at__isnull=True, session__building=False
+    )
     if connection.vendor == "sqlite" and len(query) >= 3:
         phrase = '"' + query.replace('"', '""') + '"'
         matches = RawSQL("SELECT rowid FROM chat_entry_fts WHERE chat_entry_fts MATCH %s", [phrase])

@@ -41,6 +41,21 @@ def announce_entry(session_id: int, entry_id: int, html: str) -> None:
     )
 
 
+def recheck_sign_ins(user_id: int, renamed: dict[str, str]) -> None:
+    """The user's password changed: each socket checks that its sign-in still holds (closing if
+    not); `renamed`, the sign-in that changed it, kept under its new key."""
+    async_to_sync(get_channel_layer().group_send)(
+        user_group(user_id), {"type": "user.recheck", "renamed": renamed}
+    )
+
+
+def close_deleted(session_ids: list[int], html: str) -> None:
+    """These sessions were deleted: their tabs say so (`html`) and close their sockets."""
+    send = async_to_sync(get_channel_layer().group_send)
+    for session_id in session_ids:
+        send(session_group(session_id), {"type": "session.deleted", "html": html})
+
+
 def close_sockets_of(user_id: int, login: str) -> None:
     """Close the sockets opened with sign-in `login` (every socket of the user when empty)."""
     async_to_sync(get_channel_layer().group_send)(

@@ -10,6 +10,7 @@ import contextlib
 import logging
 import uuid
 
+from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.db import IntegrityError
@@ -129,6 +130,18 @@ async def cancel(session_id: int) -> bool:
         return stopped_title
     await get_channel_layer().send(channel, {"type": "generation.cancel"})
     return True
+
+
+def stop(session_ids: list[int]) -> None:
+    """`cancel`, from synchronous code (a view): these sessions' generations stop, wherever
+    they run (their sessions were deleted)."""
+    channels = ChatSession.objects.filter(pk__in=session_ids).values_list(
+        "generation_channel", flat=True
+    )
+    send = async_to_sync(get_channel_layer().send)
+    for channel in channels:
+        if channel:
+            send(channel, {"type": "generation.cancel"})
 
 
 async def request_snapshot(channel: str, reply_to: str) -> None:

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from .. import status, store
 from ..models import ChatSession, Entry, PendingPrompt, PromptTemplate
-from ..models.session import BUSY_BRANCHING
+from ..models.refusals import BUSY_BRANCHING
 from ..providers import catalog
 from ..tokens import estimate_tokens
 from .claims import claim, release
@@ -122,12 +122,12 @@ def next_prompt_or_release(session_id: int, generation_id: str) -> str | None:
         held = (
             ChatSession.objects.select_for_update()
             .filter(pk=session_id, generation_id=generation_id)
-            .exists()
+            .values_list("deleted_at", flat=True)
         )
         if not held:
             return None
         pending = PendingPrompt.objects.filter(session_id=session_id).order_by("id").first()
-        if pending is None:
+        if pending is None or held[0] is not None:  # none left, or the session was deleted
             release(session_id, generation_id)
             return None
         pending.delete()

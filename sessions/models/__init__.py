@@ -6,7 +6,8 @@ from .entry import Entry
 from .file_line import FileLine
 from .preferences import Preferences
 from .prompts import PendingPrompt, PromptTemplate
-from .session import BranchRefused, ChatSession
+from .refusals import BranchRefused
+from .session import ChatSession
 
 __all__ = [
     "BranchRefused",

@@ -13,8 +13,6 @@ from typing import Any
 
 from django import urls
 from django.conf import settings
-from django.core.exceptions import ValidationError
-from django.core.validators import MaxLengthValidator
 from django.db import models, transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -23,7 +21,9 @@ from ..content import text_of, title_from
 from ..context import context_tokens
 from ..thinking import level_on
 from ..tree import children, path_to, tip
+from . import building, refusals
 from .entry import Entry
+from .refusals import BranchRefused, SessionDeleted
 
 # The fields of a claim no generation holds.
 UNCLAIMED: dict[str, Any] = {
@@ -32,16 +32,6 @@ UNCLAIMED: dict[str, Any] = {
     "generation_channel": "",
     "generation_lease_until": None,
 }
-
-
-class BranchRefused(Exception):
-    """A branch operation that cannot be done now, with the reason a person reads."""
-
-
-BUSY_BRANCHING = "Wait for the reply to end (or cancel it) before changing branches."
-NOT_AN_ENTRY = "That entry is not part of this session."
-MESSAGES = (Entry.Kind.MESSAGE, Entry.Kind.CUSTOM_MESSAGE)
-TITLE_REQUIRED = "This field is required."
 
 
 class ChatSession(models.Model):
@@ -93,6 +83,9 @@ class ChatSession(models.Model):
     pinned = models.BooleanField(default=False)
     archived_at = models.DateTimeField(null=True, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
+    # Being filled in short transactions (a large fork, see `building`): out of sight until
+    # its last entry is in.
+    building = models.BooleanField(default=False)
 
     # The reply streaming now, saved every few seconds: what a crash would otherwise lose.
     partial_text = models.TextField(blank=True)
@@ -155,8 +148,8 @@ class ChatSession(models.Model):
 
     @staticmethod
     def kept() -> Q:
-        """Not deleted: the sessions a person sees, opens and finds."""
-        return Q(deleted_at__isnull=True)
+        """Not deleted (nor still being built): the sessions a person sees, opens and finds."""
+        return Q(deleted_at__isnull=True, building=False)
 
     @staticmethod
     def in_chains(chain_ids: Iterable[int]) -> Q:
@@ -261,7 +254,7 @@ class ChatSession(models.Model):
                 updated_at=timezone.now(),
             )
             if not moved:
-                raise BranchRefused(BUSY_BRANCHING)
+                raise BranchRefused(refusals.BUSY_BRANCHING)
         self.leaf_id, self.context_tokens, self.thinking_level = leaf_id, size, level
 
     def switch_branch(self, entry_id: int) -> int:
@@ -271,45 +264,46 @@ class ChatSession(models.Model):
         with transaction.atomic():
             parents = self.parents()
             if entry_id not in parents:
-                raise BranchRefused(NOT_AN_ENTRY)
+                raise BranchRefused(refusals.NOT_AN_ENTRY)
             newest = tip(entry_id, children(parents))
             self.move_leaf(newest)
         return newest
 
     def fork(self, entry_id: int) -> ChatSession:
         """A new session holding the branch from the root to entry `entry_id` (the reference
-        agent's /branch): copies of those entries, its lineage kept in `forked_from`."""
-        with transaction.atomic():
-            parents = self.parents()
-            if entry_id not in parents:
-                raise BranchRefused(NOT_AN_ENTRY)
-            originals = Entry.in_order(path_to(entry_id, parents))
-            new = ChatSession.objects.create(
-                owner_id=self.owner_id,
-                model=self.model,
-                title=self.title,
-                forked_from_id=entry_id,
-                imported_model=self.imported_model,
-                cwd=self.cwd,
-                context_tokens=context_tokens(originals),
-                thinking_level=level_on(originals),
+        agent's /branch): copies of those entries, its lineage kept in `forked_from`. A long
+        branch is copied in short transactions (`building`): no other user waits on it."""
+        path = path_to(entry_id, self.parents())
+        if entry_id not in path:
+            raise BranchRefused(refusals.NOT_AN_ENTRY)
+        most = settings.AGENTWEB_MAX_FORK_ENTRIES
+        if len(path) > most:
+            raise BranchRefused(
+                f"A fork holds at most {most:,} entries; this branch has {len(path):,}."
             )
-            copies = Entry.objects.bulk_create(
-                [original.copy_to(new.pk) for original in originals], batch_size=500
-            )
-            new_id = {old.pk: copy.pk for old, copy in zip(originals, copies, strict=True)}
-            for original, copy in zip(originals, copies, strict=True):
-                copy.parent_id = new_id.get(original.parent_id) if original.parent_id else None
-                refs = copy.data.get("refs")
-                if copy.kind not in MESSAGES and isinstance(refs, dict):
-                    # a marker's references to entries (a message's details are its own)
-                    copy.data["refs"] = {
-                        name: new_id[target]
-                        for name, target in refs.items()
-                        if isinstance(target, int) and target in new_id
-                    }
-            Entry.objects.bulk_update(copies, ["parent", "data"], batch_size=500)
-            ChatSession.objects.filter(pk=new.pk).update(leaf_id=copies[-1].pk if copies else None)
+        mine = ChatSession.objects.filter(owner_id=self.owner_id, building=True)
+        if mine.filter(created_at__gte=building.abandoned_before()).exists():
+            raise BranchRefused(refusals.FORK_UNDER_WAY)
+        originals = Entry.in_order(path)
+        new = ChatSession.objects.create(
+            owner_id=self.owner_id,
+            model=self.model,
+            title=self.title,
+            forked_from_id=entry_id,
+            imported_model=self.imported_model,
+            cwd=self.cwd,
+            context_tokens=context_tokens(originals),
+            thinking_level=level_on(originals),
+            building=True,
+        )
+        try:
+            copies = building.copy_entries(originals, new.pk)
+        except BaseException:
+            building.delete_entries(new.pk)
+            new.delete()
+            raise
+        leaf_id = copies[-1].pk if copies else None
+        ChatSession.objects.filter(pk=new.pk).update(leaf_id=leaf_id, building=False)
         new.refresh_from_db()
         return new
 
@@ -321,6 +315,8 @@ class ChatSession(models.Model):
         prompts still queued here (B10). A running generation's claim moves with them, so it
         goes on in the new session."""
         with transaction.atomic():
+            if not ChatSession.objects.select_for_update().filter(self.kept(), pk=self.pk):
+                raise SessionDeleted(refusals.DELETED_DURING_HANDOFF)
             new = ChatSession.objects.create(
                 owner_id=self.owner_id,
                 model=self.model,
@@ -372,13 +368,11 @@ class ChatSession(models.Model):
     # --- care -------------------------------------------------------------------------------
     def rename(self, title: str) -> str:
         """Give the session a title; returns why it was refused (empty: renamed)."""
-        title = title.strip()
+        title, limit = title.strip(), ChatSession._meta.get_field("title").max_length or 0
         if not title:
-            return TITLE_REQUIRED
-        try:
-            MaxLengthValidator(ChatSession._meta.get_field("title").max_length)(title)
-        except ValidationError as error:
-            return " ".join(error.messages)
+            return refusals.TITLE_REQUIRED
+        if len(title) > limit:
+            return f"Ensure this value has at most {limit} characters (it has {len(title)})."
         self.title = title
         ChatSession.objects.filter(pk=self.pk).update(title=title)
         return ""
@@ -392,9 +386,12 @@ class ChatSession(models.Model):
         self.archived_at = timezone.now() if archived else None
         ChatSession.objects.filter(pk=self.pk).update(archived_at=self.archived_at)
 
-    def soft_delete(self, *, whole_chain: bool = False) -> int:
+    def soft_delete(self, *, whole_chain: bool = False) -> list[int]:
         """Delete the session (or every session of its chain), restorable for a while (see
-        `sessions.care`); how many."""
+        `sessions.care`); the ids deleted."""
         kept = ChatSession.objects.filter(ChatSession.kept(), owner_id=self.owner_id)
         chosen = kept.filter(self.in_chains([self.chain_id]) if whole_chain else Q(pk=self.pk))
-        return chosen.update(deleted_at=timezone.now())
+        with transaction.atomic():
+            ids = list(chosen.select_for_update().values_list("pk", flat=True))
+            ChatSession.objects.filter(pk__in=ids).update(deleted_at=timezone.now())
+        return ids

@@ -9,9 +9,11 @@ from .. import status, tabs
 from ..models import ChatSession, Entry
 from ..todos import Todo
 from . import entry as entry_partial
+from . import notice, todo_panel, transcript
 from . import status as status_partial
 from . import title as title_partial
-from . import todo_panel, transcript
+
+DELETED = "This session was deleted: restore it from the session list to go on with it."
 
 
 def entry(session_id: int, added: Entry) -> None:
@@ -19,6 +21,11 @@ def entry(session_id: int, added: Entry) -> None:
     session, line = status.read_by_id(session_id)
     html = entry_partial(added) + status_partial(session, line)
     tabs.announce_entry(session_id, added.pk, html)
+
+
+def deleted(session_ids: list[int]) -> None:
+    """These sessions were deleted: their tabs say so, and their sockets close."""
+    tabs.close_deleted(session_ids, notice(DELETED, "error"))
 
 
 def title(session_id: int) -> None:

@@ -1,6 +1,7 @@
 """Thin views: look up the user's own session, hand the template what it shows, or do what
 was asked through the session's own methods and show the change in every tab."""
 
+from .account import PasswordChange
 from .actions import (
     care_for,
     change_model,
@@ -24,6 +25,7 @@ from .pages import (
 )
 
 __all__ = [
+    "PasswordChange",
     "care_for",
     "change_model",
     "change_thinking",

@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from .. import care, todos
+from .. import care, generation, todos
 from ..commands import session as session_commands
 from ..forms import ModelForm, TodoEditForm
 from ..models import BranchRefused, ChatSession
@@ -57,7 +57,10 @@ def care_for(request: AuthenticatedRequest, session_id: int, action: str) -> Htt
     elif action in ("archive", "unarchive"):
         session.set_archived(action == "archive")
     else:
-        count = session.soft_delete(whole_chain=action == "delete_chain")
+        deleted_ids = session.soft_delete(whole_chain=action == "delete_chain")
+        count = len(deleted_ids)
+        announce.deleted(deleted_ids)
+        generation.stop(deleted_ids)
     messages.success(request, CARE_DONE[action].format(session.display_title, count=count))
     back = request.POST.get("next", "")
     deleted = action.startswith("delete")

@@ -1,0 +1,165 @@
+"""No user stalls another (issue 18, item 1): a large fork is copied, and a large session
+purged, in short transactions, so another user's rename and prompt go on meanwhile; a fork
+being made is out of sight, forks are capped, and one is made at a time."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from sessions import care, generation
+from sessions.models import ChatSession, Entry
+
+from .conftest import db_async, make_session
+from .fake_anthropic import Reply
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def long_session(owner, size: int) -> ChatSession:
+    session = ChatSession.objects.create(owner=owner, model="claude-test")
+    text = "Step {i}: edited `src/module_{i}.py`, and the tests passed. " * 3
+    made = Entry.objects.bulk_create(
+        [
+            Entry(
+                session=session, role="user", content=[{"type": "text", "text": text.format(i=i)}]
+            ).derive()
+            for i in range(size)
+        ],  # fmt: skip
+        batch_size=1000,
+    )
+    for before, entry in zip(made, made[1:], strict=False):
+        entry.parent_id = before.pk
+    Entry.objects.bulk_update(made[1:], ["parent"], batch_size=1000)
+    ChatSession.objects.filter(pk=session.pk).update(leaf_id=made[-1].pk)
+    return ChatSession.objects.get(pk=session.pk)
+
+
+class ForkInAThread:
+    """A fork under way in another thread (as another request is), watched from the test."""
+
+    def __init__(self, session: ChatSession) -> None:
+        self.session = session
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self.run)
+
+    def run(self) -> None:
+        from django.db import connection
+
+        try:
+            self.session.fork(self.session.leaf_id or 0)
+        except BaseException as error:  # noqa: BLE001 - handed to the test
+            self.error = error
+        finally:
+            self.done.set()
+            connection.close()
+
+    def start_and_wait_until_copying(self) -> None:
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not Entry.objects.filter(session__building=True).exists():
+            assert not self.done.is_set(), "the fork ended before it was seen copying"
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+
+    def still_copying(self) -> bool:
+        return not self.done.is_set() and ChatSession.objects.filter(building=True).exists()
+
+
+@pytest.fixture
+def batches_of_200(settings):
+    settings.AGENTWEB_WRITE_BATCH = 200
+
+
+def test_another_users_rename_goes_on_while_a_large_fork_is_copied(
+    owner, other_user, batches_of_200
+):
+    session = long_session(owner, 6_000)
+    theirs = make_session(other_user)
+    bystander = Client()
+    bystander.force_login(other_user)
+    fork = ForkInAThread(session)
+    fork.start_and_wait_until_copying()
+    start = time.perf_counter()
+    response = bystander.post(reverse("chat:rename", args=[theirs.pk]), {"title": "Mine, now"})
+    waited = time.perf_counter() - start
+    assert response.status_code == 302
+    assert fork.still_copying(), "the rename waited for the whole fork"
+    assert waited < 1.0
+    fork.done.wait(60)
+    assert fork.error is None
+    forked = ChatSession.objects.get(forked_from_id=session.leaf_id)
+    assert Entry.objects.filter(session=forked).count() == 6_000
+    assert not forked.building and forked.leaf.text == session.leaf.text
+
+
+@pytest.mark.asyncio
+async def test_another_users_prompt_is_stored_and_answered_while_a_large_fork_is_copied(
+    owner, other_user, fake_anthropic, open_tab, batches_of_200
+):
+    fake_anthropic.enqueue(Reply.text("Answered while the fork ran."))
+    session = await db_async(long_session)(owner, 6_000)
+    theirs = await db_async(make_session)(other_user)
+    _, tab = await open_tab(other_user, theirs)
+    fork = ForkInAThread(session)
+    await db_async(fork.start_and_wait_until_copying)()
+    await tab.send(message="Are you there?")
+    await tab.until("Answered while the fork ran.")
+    assert await db_async(fork.still_copying)(), "the prompt waited for the whole fork"
+    await generation.wait_idle()
+    await db_async(fork.done.wait)(60)
+    assert fork.error is None
+
+
+def test_a_fork_being_made_is_out_of_sight(owner, batches_of_200):
+    session = long_session(owner, 3_000)
+    client = Client()
+    client.force_login(owner)
+    fork = ForkInAThread(session)
+    fork.start_and_wait_until_copying()
+    half_made = ChatSession.objects.get(building=True)
+    assert client.get(half_made.get_absolute_url()).status_code == 404
+    assert f"/sessions/{half_made.pk}/" not in client.get("/").content.decode()
+    refused = client.post(
+        reverse("chat:fork", args=[session.pk]), {"entry": session.leaf_id}, follow=True
+    )
+    assert "A fork of yours is still being made: wait until it opens, then fork again." in (
+        refused.content.decode()
+    )
+    fork.done.wait(60)
+    assert client.get(half_made.get_absolute_url()).status_code == 200
+
+
+def test_a_fork_longer_than_the_cap_is_refused_in_words(owner, settings):
+    settings.AGENTWEB_MAX_FORK_ENTRIES = 10
+    session = make_session(owner, exchanges=6)
+    client = Client()
+    client.force_login(owner)
+    response = client.post(
+        reverse("chat:fork", args=[session.pk]), {"entry": session.leaf_id}, follow=True
+    )
+    assert "A fork holds at most 10 entries; this branch has 12." in response.content.decode()
+    assert ChatSession.objects.count() == 1
+
+
+def test_a_large_deleted_session_is_purged_a_batch_at_a_time(owner, settings, batches_of_200):
+    settings.AGENTWEB_UNDO_DELETE_SECONDS = 0
+    session = long_session(owner, 1_000)
+    make_session(owner, exchanges=1)  # another session of the owner's stays
+    session.soft_delete()
+    assert care.purge(owner) == 1
+    assert not Entry.objects.filter(session_id=session.pk).exists()
+    assert ChatSession.objects.count() == 1
+
+
+def test_a_fork_a_dead_process_left_half_made_is_purged(owner):
+    session = make_session(owner, exchanges=1)
+    stale = ChatSession.objects.create(owner=owner, model="m", building=True)
+    ChatSession.objects.filter(pk=stale.pk).update(created_at=stale.created_at.replace(year=2020))
+    assert care.purge(owner) == 1
+    assert list(ChatSession.objects.values_list("pk", flat=True)) == [session.pk]
