@@ -168,6 +168,10 @@ AUTHENTICATION_BACKENDS = [
 AXES_FAILURE_LIMIT = env_int("AGENTWEB_LOGIN_FAILURES", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("AGENTWEB_LOGIN_COOLOFF_MINUTES", 15))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# The reverse proxies in front that append to X-Forwarded-For (README: "Several processes"):
+# failures then count by the client's own address, not the proxy's that every user shares.
+AGENTWEB_TRUSTED_PROXIES = env_int("AGENTWEB_TRUSTED_PROXIES", 0)
+AXES_CLIENT_IP_CALLABLE = "agentweb.proxies.client_address"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked.html"
 AXES_VERBOSE = False

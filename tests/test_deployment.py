@@ -78,3 +78,48 @@ def test_repeated_failed_sign_ins_are_paused_for_that_user_and_address(client, d
         REMOTE_ADDR="10.0.0.9",
     )
     assert other.status_code == 302  # the same user from another address is not locked out
+
+
+def sign_in(client, password: str, forwarded_for: str):
+    return client.post(
+        "/accounts/login/",
+        {"username": "walker", "password": password},
+        REMOTE_ADDR="10.0.0.1",  # the reverse proxy every request comes through
+        HTTP_X_FORWARDED_FOR=forwarded_for,
+    )
+
+
+@pytest.mark.django_db
+def test_behind_a_trusted_proxy_failures_count_by_the_clients_own_address(
+    client, django_user_model, settings
+):
+    settings.AGENTWEB_TRUSTED_PROXIES = 1
+    django_user_model.objects.create_user("walker", password="walker-pass-123")
+    for _ in range(5):  # someone else, behind the same proxy, fails five times
+        sign_in(client, "wrong", "198.51.100.7")
+    assert sign_in(client, "walker-pass-123", "198.51.100.7").status_code == 429
+    owner = sign_in(client, "walker-pass-123", "203.0.113.20")  # from the owner's own address
+    assert owner.status_code == 302
+
+
+@pytest.mark.django_db
+def test_an_address_written_by_the_client_before_the_proxys_is_not_believed(
+    client, django_user_model, settings
+):
+    settings.AGENTWEB_TRUSTED_PROXIES = 1
+    django_user_model.objects.create_user("walker", password="walker-pass-123")
+    for n in range(5):  # a new made-up address each time, and the proxy's entry after it
+        sign_in(client, "wrong", f"192.0.2.{n}, 198.51.100.7")
+    assert sign_in(client, "walker-pass-123", "192.0.2.99, 198.51.100.7").status_code == 429
+    assert sign_in(client, "walker-pass-123", "203.0.113.20").status_code == 302
+
+
+@pytest.mark.django_db
+def test_without_a_trusted_proxy_the_forwarding_header_is_ignored(
+    client, django_user_model, settings
+):
+    settings.AGENTWEB_TRUSTED_PROXIES = 0
+    django_user_model.objects.create_user("walker", password="walker-pass-123")
+    for n in range(5):
+        sign_in(client, "wrong", f"192.0.2.{n}")
+    assert sign_in(client, "walker-pass-123", "203.0.113.20").status_code == 429

@@ -27,7 +27,10 @@ log = logging.getLogger(__name__)
 
 INTERRUPTED = "A reply was interrupted: the server stopped while it was being generated."
 LOST = "another server process took the session over"
-UNRENEWABLE = "its claim on the session could not be renewed"
+UNRENEWABLE = (
+    "the database did not take the renewal of its claim on the session in time ({cause}); "
+    "the reply so far is kept"
+)
 
 
 def claim(session_id: int, generation_id: str, kind: str, channel: str) -> bool:
@@ -160,10 +163,11 @@ class Leases:
                 continue
             try:
                 kept = await self.renew(held)
-            except Exception:
+            except Exception as error:
                 log.warning("renewing the claims of generations failed; retrying", exc_info=True)
                 if self.clock() - renewed_at > self.seconds() * 0.8:
-                    self._lose(held, UNRENEWABLE)  # they may run out before the next try
+                    # they may run out before the next try
+                    self._lose(held, UNRENEWABLE.format(cause=_cause(error)))
                 delay = min(1.0, self.seconds() / 10)
                 continue
             self._lose([gid for gid in held if gid not in kept], LOST)
@@ -174,6 +178,12 @@ class Leases:
             lost = self.held.pop(generation_id, None)
             if lost is not None and not lost.done():
                 lost.set_result(reason)
+
+
+def _cause(error: Exception) -> str:
+    """The database's own words, as a person can read them."""
+    words = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return f"it answered “{words[:200]}”"
 
 
 _leases: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Leases] = weakref.WeakKeyDictionary()
