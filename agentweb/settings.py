@@ -11,6 +11,7 @@ import secrets
 from datetime import timedelta
 from pathlib import Path
 
+import csp.constants
 import dj_database_url
 
 from agentweb.private import read_or_create
@@ -73,6 +74,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -84,6 +86,23 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "axes.middleware.AxesMiddleware",  # last: it answers locked-out sign-ins
 ]
+
+# Content-Security-Policy (django-csp): scripts and styles from this site's own files only: no
+# inline script or style, no eval (htmx is told so: templates/base.html); the socket is
+# this site's own (Chromium counts ws: and wss: of the page's host as 'self').
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [csp.constants.SELF],
+        "script-src": [csp.constants.SELF],
+        "style-src": [csp.constants.SELF],
+        "img-src": [csp.constants.SELF, "data:"],
+        "connect-src": [csp.constants.SELF],
+        "object-src": [csp.constants.NONE],
+        "base-uri": [csp.constants.NONE],
+        "form-action": [csp.constants.SELF],
+        "frame-ancestors": [csp.constants.NONE],
+    }
+}
 
 ROOT_URLCONF = "agentweb.urls"
 ASGI_APPLICATION = "agentweb.asgi.application"

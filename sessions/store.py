@@ -83,6 +83,14 @@ class TreeRow:
     is_leaf: bool
     forks: int  # how many branches start under it (0 or 1: none)
 
+    @property
+    def indent(self) -> int:
+        """How far the page indents it: its depth, up to MAX_INDENT."""
+        return min(self.depth, MAX_INDENT)
+
+
+MAX_INDENT = 20  # the deepest indent the tree page draws (app.css has a rule for each)
+
 
 TREE_TEXT = 100  # characters of each entry the tree view shows
 

@@ -202,6 +202,39 @@ def test_the_tree_view_lists_branches_and_jumps_to_an_entry(signed_in, owner):
     assert texts(session) == ["Which parser?", "Use configparser."]
 
 
+def long_linear_session(owner, size: int) -> ChatSession:
+    session = make_session(owner)
+    made = Entry.objects.bulk_create(
+        [Entry(session=session, role="user", content=[{"type": "text", "text": f"step {i}"}], search_text=f"step {i}") for i in range(size)]
+    )  # fmt: skip
+    for before, entry in zip(made, made[1:], strict=False):
+        entry.parent_id = before.pk
+    Entry.objects.bulk_update(made[1:], ["parent"])
+    ChatSession.objects.filter(pk=session.pk).update(leaf_id=made[-1].pk)
+    return session
+
+
+@db
+def test_the_tree_of_a_long_session_opens_at_the_current_entry_a_page_at_a_time(signed_in, owner):
+    session = long_linear_session(owner, 1_200)
+    page = signed_in.get(reverse("chat:tree", args=[session.pk])).content.decode()
+    assert "Entries 1001–1200 of 1200" in page
+    assert "step 1199" in page and "step 999<" not in page
+    assert page.count('class="tree-row') == 200
+    assert 'href="?page=2">Earlier entries</a>' in page
+    first = signed_in.get(reverse("chat:tree", args=[session.pk]), {"page": "1"}).content.decode()
+    assert "Entries 1–500 of 1200" in first and "step 0<" in first and "step 500<" not in first
+    assert 'href="?page=3">The current entry</a>' in first
+
+
+@db
+def test_a_tree_page_past_the_last_or_unreadable_shows_a_page_that_exists(signed_in, owner):
+    session = long_linear_session(owner, 600)
+    for asked in ("99", "²", "-1"):
+        page = signed_in.get(reverse("chat:tree", args=[session.pk]), {"page": asked})
+        assert page.status_code == 200 and "Entries " in page.content.decode()
+
+
 @db
 def test_a_fork_opens_as_a_new_session_that_names_its_origin(signed_in, owner):
     session, question, first, second = two_answers(owner)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import messages
+from django.core.paginator import Paginator
 from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -118,9 +119,19 @@ def earlier_entries(request: AuthenticatedRequest, session_id: int) -> HttpRespo
 
 
 def tree(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
-    """Every branch of the session (the reference agent's /tree): any entry is a jump away."""
+    """Every branch of the session (the reference agent's /tree), TREE_PAGE rows a page: the
+    page of the current entry unless `?page=` names another. Any entry is a jump away."""
     session = own_session(request, session_id)
-    return render(request, "sessions/tree.html", {"session": session, "rows": store.tree(session)})
+    rows = store.tree(session)
+    pages = Paginator(rows, TREE_PAGE)
+    asked = whole_number(request.GET.get("page"))
+    current = next((i for i, row in enumerate(rows) if row.is_leaf), 0) // TREE_PAGE + 1
+    page = pages.get_page(asked or current)
+    context = {"session": session, "rows": page.object_list, "page": page, "current": current}
+    return render(request, "sessions/tree.html", context)
+
+
+TREE_PAGE = 500
 
 
 def export(request: AuthenticatedRequest, session_id: int, fmt: str) -> HttpResponseBase:
