@@ -315,6 +315,8 @@ AGENTWEB_GENERATION_LEASE = env_float("AGENTWEB_GENERATION_LEASE", 15.0)
 AGENTWEB_UNDO_DELETE_SECONDS = env_int("AGENTWEB_UNDO_DELETE_SECONDS", 86_400)
 # The agent's tool loop: at most this many rounds of tool calls in one reply.
 AGENTWEB_MAX_TOOL_ROUNDS = env_int("AGENTWEB_MAX_TOOL_ROUNDS", 8)
+# Most tool calls of one round that run; the model's further calls get an error result.
+AGENTWEB_MAX_TOOL_CALLS = env_int("AGENTWEB_MAX_TOOL_CALLS", 32)
 # Todo items open for this many replies without an update: the model gets a reminder (0: never).
 AGENTWEB_TODO_REMINDER_TURNS = env_int("AGENTWEB_TODO_REMINDER_TURNS", 3)
 # The cheap model that writes a session's title, when a user prefers generated titles.

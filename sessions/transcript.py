@@ -54,7 +54,7 @@ def blocks(entry: Entry) -> list[Block]:
     if entry.role == "bashExecution":
         return [_bash_block(message)]
     shown: list[Block] = []
-    for block in entry.content or []:
+    for index, block in enumerate(entry.content or []):
         if not isinstance(block, dict):
             continue
         kind = block.get("type")
@@ -63,15 +63,29 @@ def blocks(entry: Entry) -> list[Block]:
         elif kind == "thinking" and isinstance(block.get("thinking"), str):
             shown.append({"kind": "thinking", "text": block["thinking"]})
         elif kind == "toolCall":
-            result = (entry.folded_results or {}).get(str(block.get("id")))
-            name = str(block.get("name") or "tool")
-            if result is None:
-                shown.append({"kind": "tool", "line": _call_line(block), "name": name})
-            else:
-                shown.append(_result_block(result, name, line=_call_line(block)))
+            shown.append(_call_block(entry, block, index))
         elif kind == "image":
             shown.append({"kind": "image", "text": image_placeholder(block)})
     return shown
+
+
+def _call_block(entry: Entry, block: Block, index: int) -> Block:
+    """A tool call's line, with its result folded under it once there is one; `index` (its
+    place in the reply) names it in the page, so its result alone can be shown when it comes."""
+    result = (entry.folded_results or {}).get(str(block.get("id")))
+    name = str(block.get("name") or "tool")
+    if result is None:
+        return {"kind": "tool", "line": _call_line(block), "name": name, "index": index}
+    return {**_result_block(result, name, line=_call_line(block)), "index": index}
+
+
+def answered_call(caller: Entry, call_id: str) -> Block | None:
+    """The call of `caller` that `call_id` names, as the page shows it now."""
+    for index, block in enumerate(caller.content or []):
+        is_call = isinstance(block, dict) and block.get("type") == "toolCall"
+        if is_call and str(block.get("id")) == call_id:
+            return _call_block(caller, block, index)
+    return None
 
 
 def _call_line(block: Block) -> str:

@@ -280,6 +280,56 @@ async def test_the_loop_stops_at_its_bound(owner, fake_anthropic, open_tab, sett
     ]  # fmt: skip
 
 
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_round_runs_at_most_32_calls_and_answers_the_rest_with_an_error(
+    owner, fake_anthropic, open_tab
+):
+    calls = Reply(chunks=["Planning."], tool_uses=[("todo_write", json.dumps(PLAN))] * 40)
+    fake_anthropic.enqueue(calls, Reply.text("Planned."))
+    session = await db_async(make_session)(owner)
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Plan it, many times over")
+    await tab.until("Planned.")
+    await generation.wait_idle()
+    results = fake_anthropic.requests[1]["json"]["messages"][-1]["content"]
+    assert [result.get("is_error", False) for result in results] == [False] * 32 + [True] * 8
+    assert results[-1]["content"] == (
+        "Not run: a round runs at most 32 tool calls; make this call again in the next round."
+    )
+    stored = await db_async(
+        lambda: Entry.objects.filter(session=session, role="toolResult").count()
+    )()
+    assert stored == 40
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_each_result_shows_its_own_call_not_the_whole_reply_again(
+    owner, fake_anthropic, open_tab
+):
+    calls = Reply(chunks=["Planning."], tool_uses=[("todo_write", json.dumps(PLAN))] * 6)
+    fake_anthropic.enqueue(calls, Reply.text("Planned."))
+    session = await db_async(make_session)(owner)
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Plan it six times")
+    await tab.until("Planned.")
+    await generation.wait_idle()
+    reply = await db_async(
+        lambda: Entry.objects.get(session=session, role="assistant", content__0__text="Planning.")
+    )()
+    whole_reply = f'<article id="entry-{reply.pk}"'
+    frames = [
+        frame for frame in tab.received if whole_reply in frame or f'id="tool-{reply.pk}-' in frame
+    ]
+    assert sum(whole_reply in frame for frame in frames) == 1  # shown once, as it ended
+    for index in range(1, 7):  # then each call's result in its own place (the text is block 0)
+        assert (
+            sum(f'<details id="tool-{reply.pk}-{index}" hx-swap-oob="true"' in f for f in frames)
+            == 1
+        )
+
+
 # --- the reminder --------------------------------------------------------------------------
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)

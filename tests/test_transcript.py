@@ -23,7 +23,9 @@ def page(client, owner):
 
 
 def test_a_tool_call_is_one_line_with_its_result_folded_under_it_and_errors_marked(page):
-    tool = re.search(r'<details class="tool tool--error">(.*?)</details>', page, re.DOTALL)
+    tool = re.search(
+        r'<details id="tool-\d+-\d+" class="tool tool--error">(.*?)</details>', page, re.DOTALL
+    )
     assert tool, page
     assert '<code class="tool-line">bash(command="npm test", timeout=60)</code>' in tool.group(1)
     assert '<span class="badge badge--error">error</span>' in tool.group(1)

@@ -28,6 +28,8 @@ TOOL_LIMIT_TEXT = (
 )
 
 
+TOO_MANY = "Not run: a round runs at most {} tool calls; make this call again in the next round."
+
 # The tools every session offers, in the order the model is told of them.
 TOOLS: tuple[Tool, ...] = (TODO_WRITE,)
 
@@ -116,8 +118,9 @@ class ToolLoop:
         """Run the reply's calls; each result is stored as a toolResult message (and put in the
         context); returns the results as the next request's user message."""
         blocks: list[dict[str, Any]] = []
-        for call in calls:
-            result = run_tool(call)
+        most = settings.AGENTWEB_MAX_TOOL_CALLS
+        for number, call in enumerate(calls, start=1):
+            result = run_tool(call) if number <= most else ToolResult(TOO_MANY.format(most), True)
             entry = await database_sync_to_async(record_result)(
                 self.session, call.id, call.name, result.text, is_error=result.is_error,
                 details=result.details,

@@ -38,6 +38,13 @@ def entry_again(entry: Entry) -> str:
     return render_to_string(f"{PAGE}#entry", {"entry": entry, "in_place": True})
 
 
+def tool_answered(caller: Entry, block: dict[str, Any]) -> str:
+    """One tool call of a reply shown already, with its result now, in its place (not the
+    whole reply again: a round of many calls would render it once per result)."""
+    context = {"entry": caller, "block": block, "block_oob": True}
+    return render_to_string(f"{PAGE}#block", context)
+
+
 def todo_panel(session: ChatSession, todo_list: Sequence[Todo], *, focus: str = "") -> str:
     """The todo list's panel, replacing the page's (`focus`: the control the tab whose change it
     was should focus next)."""

@@ -26,6 +26,7 @@ from ..generation.events import (
     TranscriptShown,
 )
 from ..shapes import part
+from ..transcript import answered_call
 from . import (
     blocks_closed,
     delta,
@@ -39,6 +40,7 @@ from . import (
     thinking_delta,
     title,
     todo_panel,
+    tool_answered,
     transcript,
 )
 
@@ -120,7 +122,8 @@ def _(event: ToolAnswered) -> str:
     result, caller = event.result, event.caller
     call_id = str(part(result.data, "message").get("toolCallId"))
     caller.folded_results = {**(caller.folded_results or {}), call_id: result}
-    html = entry_again(caller)
+    block = answered_call(caller, call_id)
+    html = tool_answered(caller, block) if block is not None else entry_again(caller)
     details = part(result.data, "message", "details")
     if "todos" in details:
         html += todo_panel(event.session, todos.from_dicts(details["todos"]))
