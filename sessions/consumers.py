@@ -161,6 +161,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
                 notice = partials.notice("Queued: it will be sent when the current reply ends.")
                 await self.send(text_data=notice)
                 await tabs.show(self.session.pk, render(outcome.queued))
+                generation.watch(self.session.pk, render)  # its holder may have died
 
     async def run_command(self, parsed: commands.CommandCall, text: str) -> None:
         """/thinking, /model, /rename, /new, /export, /tree: what their buttons do."""
@@ -218,6 +219,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
         self.after = max([self.after, *(entry_id for entry_id, _ in event["entries"])])
         await self.send(text_data=html + event["html"])
 
+    async def session_resync(self, event: dict[str, Any]) -> None:
+        await self.resync()
+
     async def session_update(self, event: dict[str, Any]) -> None:
         await self.send(text_data=event["html"])
 
@@ -244,6 +248,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if state["channel"]:
             self.awaiting_snapshot_since = time.monotonic()
             await generation.request_snapshot(state["channel"], self.channel_name)
+        if state["claimed"]:
+            generation.watch(self.session.pk, render)  # its holder may have died
 
 
 RELAYED = frozenset(
@@ -279,6 +285,7 @@ def _catch_up(session_id: int, after: int) -> dict[str, Any]:
         "skipped": len(newer) - len(shown),
         "status": partials.status(session, status.read(session)),
         "channel": session.generation_channel if session.is_generating else "",
+        "claimed": bool(session.generation_id),
     }
 
 

@@ -28,6 +28,12 @@ async def show(session_id: int, html: str) -> None:
     )
 
 
+async def resync(session_id: int) -> None:
+    """Every tab of the session catches up from the database (entries added outside any
+    generation's numbered events: a dead process's reply, kept)."""
+    await get_channel_layer().group_send(session_group(session_id), {"type": "session.resync"})
+
+
 def announce(session_id: int, html: str) -> None:
     """`show`, from synchronous code (a view, a database call)."""
     async_to_sync(show)(session_id, html)

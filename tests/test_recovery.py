@@ -72,6 +72,65 @@ async def test_an_interrupted_session_accepts_a_new_prompt_and_records_the_inter
     assert not refreshed.generation_id
 
 
+# --- a claim a dead process left, noticed by the process that is alive (issue 18, item 5) ---
+def left_streaming(owner, *, lease_left: float) -> ChatSession:
+    """A process died while streaming a reply, and no `recover_generations` ran since."""
+    session = crashed_session(owner, lease_left=lease_left)
+    ChatSession.objects.filter(pk=session.pk).update(
+        partial_text="Half of the answer", partial_model=FAKE_MODEL
+    )
+    return session
+
+
+@pytest.mark.asyncio
+async def test_the_reply_a_dead_process_was_streaming_shows_at_once_in_a_tab_opened_after(
+    owner, open_tab
+):
+    session = await db_async(left_streaming)(owner, lease_left=-1)
+    _, tab = await open_tab(owner, session)
+    await tab.until("Half of the answer", timeout=5)
+    refreshed = await db_async(ChatSession.objects.get)(pk=session.pk)
+    assert not refreshed.generation_id  # the claim is ended, not left to linger
+
+
+@pytest.mark.asyncio
+async def test_a_claim_that_runs_out_while_a_tab_is_open_shows_its_reply_without_a_message(
+    owner, open_tab
+):
+    session = await db_async(left_streaming)(owner, lease_left=1.0)
+    _, tab = await open_tab(owner, session)
+    await tab.until('id="status"')
+    shown = await tab.until("Half of the answer", timeout=6)
+    assert "Interrupted" in shown  # the kept reply says how it ended
+    assert "A reply was interrupted: the server stopped while it was being generated." in shown
+
+
+@pytest.mark.asyncio
+async def test_a_prompt_queued_behind_a_dead_processs_claim_is_sent_when_its_lease_runs_out(
+    owner, fake_anthropic, open_tab
+):
+    session = await db_async(left_streaming)(owner, lease_left=1.5)
+    _, tab = await open_tab(owner, session)
+    await tab.until('id="status"')
+    await tab.send(message="are you still there?")
+    await tab.until("Queued")
+    await tab.until("Hello from the fake model.", timeout=10)
+    await generation.wait_idle()
+    texts = await db_async(
+        lambda: list(
+            Entry.objects.filter(session=session)
+            .order_by("id")
+            .values_list("content__0__text", flat=True)
+        )
+    )()
+    assert texts[-4:] == [
+        "Half of the answer",
+        "A reply was interrupted: the server stopped while it was being generated.",
+        "are you still there?",
+        "Hello from the fake model.",
+    ]
+
+
 # --- a claim lost while generating, and the reply a crash would lose ------------------------
 def assistant_texts(session: ChatSession) -> list[tuple[str, str, str]]:
     return list(

@@ -20,6 +20,7 @@ from .api import (
     stop_all,
     submit,
     wait_idle,
+    watch,
 )
 from .claims import recover_interrupted
 
@@ -34,6 +35,7 @@ __all__ = [
     "start_if_queued",
     "stop",
     "stop_all",
+    "watch",
     "submit",
     "wait_idle",
 ]

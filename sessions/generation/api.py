@@ -19,7 +19,7 @@ from .. import tabs, titles
 from ..agent import AgentSession
 from ..agent.handoff_run import switch_failed
 from ..models import ChatSession, Entry
-from .claims import claim
+from .claims import claim, claim_of, expire
 from .events import Render
 from .job import RUNNING, Job
 from .turns import Submitted, begin_branch, over_a_cap, queue_prompt
@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 
 BUSY = "A handoff or reply is already running in this session: wait for it or cancel it."
 USED = "That handoff document can no longer be used: it already started a session."
+LEASE_MARGIN = 0.2  # seconds past a lease's end before its claim counts as left
+WATCHING: dict[int, asyncio.Task[None]] = {}  # the watched claims of this process, by session
 
 
 async def start(
@@ -159,11 +161,39 @@ async def wait_idle(timeout: float = 30) -> None:
             await asyncio.gather(*running, return_exceptions=True)
 
 
+def watch(session_id: int, render: Render) -> None:
+    """Watch the session's claim, held by another process, until it is released or its lease
+    runs out (issue 18, item 5): a claim whose process died is then taken over here, so the
+    reply it was streaming shows at once as interrupted and the prompts queued behind it are
+    sent, whether or not the server's start ran `recover_generations`. One watch per session
+    per process; none for a claim this process holds."""
+    if session_id not in WATCHING:
+        task = asyncio.create_task(_watch(session_id, render))
+        WATCHING[session_id] = task
+        task.add_done_callback(lambda _: WATCHING.pop(session_id, None))
+
+
+async def _watch(session_id: int, render: Render) -> None:
+    while claim := await database_sync_to_async(claim_of)(session_id):
+        generation_id, seconds_left = claim
+        if generation_id in RUNNING:
+            return  # this process runs it, and keeps it alive
+        if seconds_left <= 0:
+            session = await database_sync_to_async(ChatSession.objects.get)(pk=session_id)
+            queued = await database_sync_to_async(session.pending_prompts.exists)()
+            if not (queued and await start(session, "prompt", render)):
+                await database_sync_to_async(expire)(session_id)
+            log.warning("session %s: took over the claim of a process that stopped", session_id)
+            await tabs.resync(session_id)
+            return
+        await asyncio.sleep(seconds_left + LEASE_MARGIN)
+
+
 async def stop_all(timeout: float = 10) -> None:
     """Cancel this process's jobs and the titles they write, and wait for them to end: each
     keeps what it streamed, and gives up its claim (a server stopping; a test's teardown, so
     that nothing it left running reaches the next)."""
-    running = [*RUNNING.values(), *titles.being_written()]
+    running = [*RUNNING.values(), *WATCHING.values(), *titles.being_written()]
     for task in running:
         task.cancel()
     async with asyncio.timeout(timeout):

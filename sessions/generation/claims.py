@@ -95,6 +95,32 @@ def recover_interrupted() -> int:
         )
 
 
+def claim_of(session_id: int) -> tuple[str, float] | None:
+    """The session's claim: its generation and the seconds left of its lease (None: none)."""
+    row = (
+        ChatSession.objects.filter(pk=session_id)
+        .values_list("generation_id", "generation_lease_until")
+        .first()
+    )
+    if row is None or not row[0]:
+        return None
+    generation_id, until = row
+    return generation_id, (until - timezone.now()).total_seconds() if until else 0.0
+
+
+def expire(session_id: int) -> bool:
+    """End a claim whose lease ran out (its process died), keeping the reply it was streaming
+    as an interrupted entry; False if the claim is alive, or gone, by now."""
+    with transaction.atomic():
+        row = ChatSession.objects.select_for_update().filter(pk=session_id).first()
+        if row is None or not row.was_interrupted:
+            return False
+        keep_partial(session_id)
+        ChatSession(pk=session_id).append_custom("interrupted", INTERRUPTED)
+        ChatSession.objects.filter(pk=session_id).update(**UNCLAIMED)
+    return True
+
+
 def set_kind(session_id: int, generation_id: str, kind: str) -> None:
     """The claim's generation is now of another kind (an automatic handoff before a prompt)."""
     ChatSession.objects.filter(pk=session_id, generation_id=generation_id).update(
