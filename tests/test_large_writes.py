@@ -4,14 +4,16 @@ being made is out of sight, forks are capped, and one is made at a time."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from sessions import care, generation
+from sessions import care, generation, session_file
 from sessions.models import ChatSession, Entry
 
 from .conftest import db_async, make_session
@@ -39,11 +41,12 @@ def long_session(owner, size: int) -> ChatSession:
     return ChatSession.objects.get(pk=session.pk)
 
 
-class ForkInAThread:
-    """A fork under way in another thread (as another request is), watched from the test."""
+class InAThread:
+    """A large write under way in another thread (as another request is), watched from the
+    test: a fork of `session`, or the import of `lines`."""
 
-    def __init__(self, session: ChatSession) -> None:
-        self.session = session
+    def __init__(self, session: ChatSession | None = None, lines: list[str] | None = None) -> None:
+        self.session, self.lines = session, lines
         self.done = threading.Event()
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self.run)
@@ -52,7 +55,10 @@ class ForkInAThread:
         from django.db import connection
 
         try:
-            self.session.fork(self.session.leaf_id or 0)
+            if self.session is not None:
+                self.session.fork(self.session.leaf_id or 0)
+            else:
+                session_file.import_jsonl(User.objects.get(username="owner"), self.lines or [])
         except BaseException as error:  # noqa: BLE001 - handed to the test
             self.error = error
         finally:
@@ -83,7 +89,7 @@ def test_another_users_rename_goes_on_while_a_large_fork_is_copied(
     theirs = make_session(other_user)
     bystander = Client()
     bystander.force_login(other_user)
-    fork = ForkInAThread(session)
+    fork = InAThread(session)
     fork.start_and_wait_until_copying()
     start = time.perf_counter()
     response = bystander.post(reverse("chat:rename", args=[theirs.pk]), {"title": "Mine, now"})
@@ -106,7 +112,7 @@ async def test_another_users_prompt_is_stored_and_answered_while_a_large_fork_is
     session = await db_async(long_session)(owner, 6_000)
     theirs = await db_async(make_session)(other_user)
     _, tab = await open_tab(other_user, theirs)
-    fork = ForkInAThread(session)
+    fork = InAThread(session)
     await db_async(fork.start_and_wait_until_copying)()
     await tab.send(message="Are you there?")
     await tab.until("Answered while the fork ran.")
@@ -120,7 +126,7 @@ def test_a_fork_being_made_is_out_of_sight(owner, batches_of_200):
     session = long_session(owner, 3_000)
     client = Client()
     client.force_login(owner)
-    fork = ForkInAThread(session)
+    fork = InAThread(session)
     fork.start_and_wait_until_copying()
     half_made = ChatSession.objects.get(building=True)
     assert client.get(half_made.get_absolute_url()).status_code == 404
@@ -133,6 +139,30 @@ def test_a_fork_being_made_is_out_of_sight(owner, batches_of_200):
     )
     fork.done.wait(60)
     assert client.get(half_made.get_absolute_url()).status_code == 200
+
+
+def test_another_users_rename_goes_on_while_a_large_file_is_imported(
+    owner, other_user, batches_of_200
+):
+    header = {"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00Z"}
+    lines = [json.dumps(header)] + [
+        json.dumps({"type": "message", "id": f"e{i}", "parentId": f"e{i - 1}" if i else None, "message": {"role": "user", "content": f"step {i} of the import"}})
+        for i in range(6_000)
+    ]  # fmt: skip
+    theirs = make_session(other_user)
+    bystander = Client()
+    bystander.force_login(other_user)
+    importing = InAThread(lines=lines)
+    importing.start_and_wait_until_copying()
+    assert not ChatSession.objects.filter(owner=owner).filter(ChatSession.kept()).exists()
+    response = bystander.post(reverse("chat:rename", args=[theirs.pk]), {"title": "Mine, now"})
+    assert response.status_code == 302
+    assert importing.still_copying(), "the rename waited for the whole import"
+    importing.done.wait(60)
+    assert importing.error is None
+    imported = ChatSession.objects.get(owner=owner)
+    assert not imported.building and imported.leaf.text == "step 5999 of the import"
+    assert Entry.objects.filter(session=imported).count() == 6_000
 
 
 def test_a_fork_longer_than_the_cap_is_refused_in_words(owner, settings):

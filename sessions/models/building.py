@@ -11,8 +11,9 @@ sight (`ChatSession.kept()`) until its last batch is in.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -21,6 +22,7 @@ from django.utils import timezone
 
 from .entry import Entry
 
+Row = TypeVar("Row")
 SQLITE_PAUSE = 0.12  # seconds between two transactions on SQLite
 # A session still building after this long was left by a process that died: it is purged.
 ABANDONED_AFTER = timedelta(hours=1)
@@ -36,24 +38,32 @@ def pause() -> None:
         time.sleep(SQLITE_PAUSE)
 
 
+def in_batches(rows: Sequence[Row], write: Callable[[Sequence[Row]], object]) -> None:
+    """`write` each batch of `rows` in a transaction of its own, pausing between them."""
+    size = batch_size()
+    for start in range(0, len(rows), size):
+        if start:
+            pause()
+        with transaction.atomic():
+            write(rows[start : start + size])
+
+
 def copy_entries(originals: Sequence[Entry], session_id: int) -> list[Entry]:
     """Copies of a branch's entries (root first) in session `session_id`, with their parents
     and a marker's references pointing at the copies."""
     new_id: dict[int, int] = {}
     copies: list[Entry] = []
-    size = batch_size()
-    for start in range(0, len(originals), size):
-        if start:
-            pause()
-        chunk = originals[start : start + size]
-        with transaction.atomic():
-            made = Entry.objects.bulk_create([entry.copy_to(session_id) for entry in chunk])
-            new_id.update((old.pk, copy.pk) for old, copy in zip(chunk, made, strict=True))
-            for old, copy in zip(chunk, made, strict=True):
-                copy.parent_id = new_id.get(old.parent_id) if old.parent_id else None
-                _point_references(copy, new_id)
-            Entry.objects.bulk_update(made, ["parent", "data"])
-        copies += made
+
+    def copy(chunk: Sequence[Entry]) -> None:
+        made = Entry.objects.bulk_create([entry.copy_to(session_id) for entry in chunk])
+        new_id.update((old.pk, copy.pk) for old, copy in zip(chunk, made, strict=True))
+        for old, copy in zip(chunk, made, strict=True):
+            copy.parent_id = new_id.get(old.parent_id) if old.parent_id else None
+            _point_references(copy, new_id)
+        Entry.objects.bulk_update(made, ["parent", "data"])
+        copies.extend(made)
+
+    in_batches(originals, copy)
     return copies
 
 

@@ -4,17 +4,17 @@ branch in file order; 2 and 3: `id`/`parentId` trees), keeping the kinds agentwe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from .. import context, store, thinking
 from ..content import text_of, title_from
-from ..models import ChatSession, Entry, FileLine
+from ..models import ChatSession, Entry, FileLine, building
 from ..providers import catalog
 from .reading import InvalidSessionFile, has_ids, parents_of, parse
 
@@ -25,7 +25,9 @@ REFERENCES = ("firstKeptEntryId", "fromId", "targetId")
 
 
 def import_jsonl(owner: User, lines: list[str]) -> ChatSession:
-    """Create a session from session-file lines, all or nothing."""
+    """Create a session from session-file lines, all or nothing: every line is checked before
+    anything is written, then the entries go in a batch per transaction (`building`: no other
+    user waits on a large file) into a session out of sight until its last line is in."""
     rows = list(parse(lines))
     if not rows:
         raise InvalidSessionFile(
@@ -34,52 +36,79 @@ def import_jsonl(owner: User, lines: list[str]) -> ChatSession:
     header = rows[0][1]
     entries = rows[1:]
     parents = parents_of(header, entries)
-    with transaction.atomic():
-        # It runs on this server's default model; the file's model is shown, not used.
-        session = ChatSession.objects.create(
-            owner=owner,
-            model=catalog.default_model(),
-            title=str(header.get("title") or "")[:200],
-            created_at=_timestamp(header),
-        )
-        keys = [key for key, _ in parents] if has_ids(header, entries) else [None] * len(entries)
-        created = [
-            _entry(session, line, key).derive()
-            for (_, line), key in zip(entries, keys, strict=True)
-        ]
-        created = Entry.objects.bulk_create(created)
-        by_key = {key: entry for (key, _), entry in zip(parents, created, strict=True)}
-        for (_, parent_key), entry in zip(parents, created, strict=True):
-            entry.parent = by_key[parent_key] if parent_key is not None else None
-        Entry.objects.bulk_update(created, ["parent"], batch_size=500)
-        _resolve_references(created, by_key, [key for key, _ in parents])
-        _keep_lines(session, lines, rows, created)
-        leaf = created[-1] if created else None
-        branch = store.branch_ending_at(leaf.pk if leaf else None, created)
-        ChatSession.objects.filter(pk=session.pk).update(
-            leaf=leaf,
-            title=session.title or _title(created),
-            imported_model=_file_model(header, branch)[:200],
-            cwd=str(header.get("cwd") or "")[:500],
-            context_tokens=context.context_tokens(branch),
-            thinking_level=thinking.level_on(branch),
-        )
+    # It runs on this server's default model; the file's model is shown, not used.
+    session = ChatSession.objects.create(
+        owner=owner,
+        model=catalog.default_model(),
+        title=str(header.get("title") or "")[:200],
+        created_at=_timestamp(header),
+        building=True,
+    )
+    try:
+        _write(session, header, lines, rows, parents)
+    except BaseException:
+        building.delete_entries(session.pk)
+        session.delete()
+        raise
     session.refresh_from_db()
     return session
 
 
-def _keep_lines(
-    session: ChatSession, lines: list[str], rows: list[tuple[int, Any]], created: list[Entry]
+def _write(
+    session: ChatSession,
+    header: dict[str, Any],
+    lines: list[str],
+    rows: list[tuple[int, Any]],
+    parents: list[tuple[str, str | None]],
 ) -> None:
-    """Each line as the file wrote it (the export writes it back when nothing has moved)."""
-    owners = [None, *created]  # line 1 is the header
-    FileLine.objects.bulk_create(
-        [
-            FileLine(session=session, entry=owner, text=lines[number - 1].rstrip("\r\n"))
-            for (number, _), owner in zip(rows, owners, strict=True)
-        ],
-        batch_size=500,
+    """The entries, each with its parent and the line it came from, a batch per transaction
+    (a parent later in the file than its child is pointed at once both are in)."""
+    entries = rows[1:]
+    keys = [key for key, _ in parents] if has_ids(header, entries) else [None] * len(entries)
+    pending = [
+        _entry(session, line, key).derive() for (_, line), key in zip(entries, keys, strict=True)
+    ]
+    FileLine.objects.create(session=session, entry=None, text=_kept(lines, rows[0][0]))
+    created: list[Entry] = []
+    by_key: dict[str, Entry] = {}
+
+    def write(batch: Sequence[int]) -> None:
+        made = Entry.objects.bulk_create([pending[i] for i in batch])
+        for i, entry in zip(batch, made, strict=True):
+            key, parent_key = parents[i]
+            by_key[key] = entry
+            entry.parent = by_key.get(parent_key) if parent_key is not None else None
+        Entry.objects.bulk_update(made, ["parent"])
+        kept = [_kept(lines, entries[i][0]) for i in batch]
+        FileLine.objects.bulk_create(
+            [FileLine(session=session, entry=e, text=t) for e, t in zip(made, kept, strict=True)]
+        )
+        created.extend(made)
+
+    building.in_batches(range(len(pending)), write)
+    later = []
+    for (_, parent_key), entry in zip(parents, created, strict=True):
+        if parent_key is not None and entry.parent_id is None:
+            entry.parent = by_key[parent_key]
+            later.append(entry)
+    building.in_batches(later, lambda batch: Entry.objects.bulk_update(batch, ["parent"]))
+    _resolve_references(created, by_key, [key for key, _ in parents])
+    leaf = created[-1] if created else None
+    branch = store.branch_ending_at(leaf.pk if leaf else None, created)
+    ChatSession.objects.filter(pk=session.pk).update(
+        leaf=leaf,
+        title=session.title or _title(created),
+        imported_model=_file_model(header, branch)[:200],
+        cwd=str(header.get("cwd") or "")[:500],
+        context_tokens=context.context_tokens(branch),
+        thinking_level=thinking.level_on(branch),
+        building=False,
     )
+
+
+def _kept(lines: list[str], number: int) -> str:
+    """Line `number` as the file wrote it (the export writes it back when nothing has moved)."""
+    return lines[number - 1].rstrip("\r\n")
 
 
 def _resolve_references(created: list[Entry], by_key: dict[str, Entry], keys: list[str]) -> None:
@@ -104,7 +133,7 @@ def _resolve_references(created: list[Entry], by_key: dict[str, Entry], keys: li
         if refs:
             entry.data["refs"] = refs
             changed.append(entry)
-    Entry.objects.bulk_update(changed, ["data"], batch_size=500)
+    building.in_batches(changed, lambda chunk: Entry.objects.bulk_update(chunk, ["data"]))
 
 
 def _file_model(header: dict[str, Any], branch: list[Entry]) -> str:
