@@ -79,7 +79,7 @@ def main() -> None:
     waits: list[float] = []
     thread = threading.Thread(target=fork)
     thread.start()
-    time.sleep(0.3)  # the fork is under way
+    time.sleep(0.1)  # the fork is under way
     n = 0
     while not done.is_set():
         start = time.perf_counter()
@@ -88,6 +88,12 @@ def main() -> None:
         n += 1
         time.sleep(0.1)
     thread.join()
+    if not waits:
+        print(
+            f"{connection.vendor}, fork of {args.entries:,} entries: {took[0]:.2f} s; it ended "
+            "before any rename by another user began (0 renames by another user meanwhile)"
+        )
+        return
     print(
         f"{connection.vendor}, fork of {args.entries:,} entries: {took[0]:.2f} s; "
         f"{len(waits)} renames by another user meanwhile: median "

@@ -81,6 +81,16 @@ def test_the_long_session_bench_prints_each_figure_beside_its_target():
     assert out.count("target ≤") == 5
 
 
+def test_the_fork_bench_times_another_users_renames_during_a_fork():
+    out = bench("bench/fork_stall.py", "--entries", "1500")
+    assert "fork of 1,500 entries:" in out and "renames by another user meanwhile" in out
+
+
+def test_the_tree_bench_times_the_page_of_a_long_session():
+    out = bench("bench/tree_page.py", "--entries", "600", "--runs", "1")
+    assert out.startswith("tree page of 600 entries: median")
+
+
 def test_the_socket_memory_bench_says_where_a_sockets_memory_goes():
     out = bench("bench/socket_memory.py", "--sockets", "3", "--top", "2")
     assert out.startswith("in-memory channel layer, one process:\n  3 idle sockets: RSS +")
