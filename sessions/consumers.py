@@ -7,6 +7,7 @@ then the job's snapshot), so a tab never shows a gap or a duplicate (SPEC B7).
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 from urllib.parse import parse_qs
@@ -24,6 +25,8 @@ from .numbers import whole_number
 from .partials import announce
 from .partials.events import render
 from .transcript import fold
+
+log = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
@@ -115,6 +118,13 @@ class SessionConsumer(AsyncWebsocketConsumer):
             return
         if not await self.may_act():
             return
+        try:
+            await self.act(frame)
+        except Exception:  # a fault below (the database, a library): said, and the text kept
+            log.exception("session %s: a %s frame failed", self.session.pk, frame.action)
+            await self.refuse(FRAME_FAILED, frame.message)
+
+    async def act(self, frame: Frame) -> None:
         if frame.action == "cancel":
             if not await generation.cancel(self.session.pk):
                 await self.send(text_data=partials.notice("Nothing is running.", "info"))
@@ -269,6 +279,10 @@ def _standing(login: str, user_id: int, session_id: int) -> tuple[bool, bool]:
 CATCH_UP_LIMIT = 200
 CATCH_UP_PAGE = 50
 TOO_FAST = "Too many messages at once: wait a moment, then send again."
+FRAME_FAILED = (
+    "agentweb failed to take that message (the server's log has the error): it is back in the "
+    "box; send it again to retry."
+)
 
 
 def _skipped(count: int) -> str:

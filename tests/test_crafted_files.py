@@ -181,3 +181,29 @@ def test_a_shown_custom_entry_stays_shown_through_export_import_and_export(signe
     assert "shown note" in session_file.export_markdown(again)
     last = b"".join(signed_in.get(reverse("chat:export_jsonl", args=[again.pk]))).splitlines()[-1]
     assert json.loads(last)["display"] is True
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_message_the_server_fails_to_take_is_said_and_given_back(owner, open_tab):
+    """A real fault below agentweb: the prompt queue's table is gone for a moment."""
+    from django.db import connection
+
+    session = await db_async(make_session)(owner, exchanges=1)
+    _, tab = await open_tab(owner, session)
+    await tab.until('id="status"')
+
+    def rename_queue(old: str, new: str) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(f"ALTER TABLE {old} RENAME TO {new}")
+
+    await db_async(rename_queue)("chat_pendingprompt", "chat_pendingprompt_away")
+    try:
+        await tab.send(message="Keep this text")
+        said = await tab.until("agentweb failed to take that message")
+    finally:
+        await db_async(rename_queue)("chat_pendingprompt_away", "chat_pendingprompt")
+    assert "it is back in the box; send it again to retry." in said
+    assert "Keep this text" in said  # the composer gets it back
+    await tab.send(message="/help")  # the socket is still open
+    await tab.until("/help: List the slash commands")
