@@ -280,18 +280,24 @@ async def test_the_loop_stops_at_its_bound(owner, fake_anthropic, open_tab, sett
     ]  # fmt: skip
 
 
+async def planned_in_one_round(owner, fake_anthropic, open_tab, *, calls: int):
+    """A reply that calls todo_write `calls` times in one round, then says "Planned."."""
+    round_ = Reply(chunks=["Planning."], tool_uses=[("todo_write", json.dumps(PLAN))] * calls)
+    fake_anthropic.enqueue(round_, Reply.text("Planned."))
+    session = await db_async(make_session)(owner)
+    _, tab = await open_tab(owner, session)
+    await tab.send(message=f"Plan it {calls} times over")
+    await tab.until("Planned.")
+    await generation.wait_idle()
+    return session, tab
+
+
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)
 async def test_a_round_runs_at_most_32_calls_and_answers_the_rest_with_an_error(
     owner, fake_anthropic, open_tab
 ):
-    calls = Reply(chunks=["Planning."], tool_uses=[("todo_write", json.dumps(PLAN))] * 40)
-    fake_anthropic.enqueue(calls, Reply.text("Planned."))
-    session = await db_async(make_session)(owner)
-    _, tab = await open_tab(owner, session)
-    await tab.send(message="Plan it, many times over")
-    await tab.until("Planned.")
-    await generation.wait_idle()
+    session, _ = await planned_in_one_round(owner, fake_anthropic, open_tab, calls=40)
     results = fake_anthropic.requests[1]["json"]["messages"][-1]["content"]
     assert [result.get("is_error", False) for result in results] == [False] * 32 + [True] * 8
     assert results[-1]["content"] == (
@@ -308,13 +314,7 @@ async def test_a_round_runs_at_most_32_calls_and_answers_the_rest_with_an_error(
 async def test_each_result_shows_its_own_call_not_the_whole_reply_again(
     owner, fake_anthropic, open_tab
 ):
-    calls = Reply(chunks=["Planning."], tool_uses=[("todo_write", json.dumps(PLAN))] * 6)
-    fake_anthropic.enqueue(calls, Reply.text("Planned."))
-    session = await db_async(make_session)(owner)
-    _, tab = await open_tab(owner, session)
-    await tab.send(message="Plan it six times")
-    await tab.until("Planned.")
-    await generation.wait_idle()
+    session, tab = await planned_in_one_round(owner, fake_anthropic, open_tab, calls=6)
     reply = await db_async(
         lambda: Entry.objects.get(session=session, role="assistant", content__0__text="Planning.")
     )()
