@@ -39,6 +39,7 @@ bench: install  # every figure of docs/PERFORMANCE.md, each beside its target (a
 	$(BIN)/python bench/coverage.py
 	$(BIN)/python bench/fork_stall.py --entries 20000
 	$(BIN)/python bench/tree_page.py --entries 99000
+	$(BIN)/python bench/recall.py --sessions 5 --entries 2000 --runs 9
 	$(BIN)/python bench/load.py --sessions 10,50,100,200 --tokens 200 --rate 40
 	$(BIN)/python bench/load.py --sessions 200 --tokens 200 --rate 40 --spread 5
 	$(BIN)/python bench/load.py --sessions 50,200 --tokens 200 --rate 40 --layer redis

@@ -315,6 +315,9 @@ AGENTWEB_GENERATION_LEASE = env_float("AGENTWEB_GENERATION_LEASE", 15.0)
 AGENTWEB_UNDO_DELETE_SECONDS = env_int("AGENTWEB_UNDO_DELETE_SECONDS", 86_400)
 # The agent's tool loop: at most this many rounds of tool calls in one reply.
 AGENTWEB_MAX_TOOL_ROUNDS = env_int("AGENTWEB_MAX_TOOL_ROUNDS", 8)
+# What one recall returns at most: entries, and characters of their text.
+AGENTWEB_RECALL_ENTRIES = env_int("AGENTWEB_RECALL_ENTRIES", 8)
+AGENTWEB_RECALL_CHARS = env_int("AGENTWEB_RECALL_CHARS", 4_000)
 # Most tool calls of one round that run; the model's further calls get an error result.
 AGENTWEB_MAX_TOOL_CALLS = env_int("AGENTWEB_MAX_TOOL_CALLS", 32)
 # Todo items open for this many replies without an update: the model gets a reminder (0: never).

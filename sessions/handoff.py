@@ -64,7 +64,9 @@ commands, error messages, URLs, numbers.
 ## Next Steps
 The ordered list of what to do next.
 
-Be concrete and complete; do not invent anything that was not said."""
+Be concrete; do not invent anything that was not said. The next session can look up the \
+exact words of this conversation with its recall tool: carry what it needs to act on, not \
+everything."""
 
 
 _SECTION_HEADINGS = "\n".join(f"## {section}" for section in SECTIONS)
@@ -182,9 +184,17 @@ def extract_document(entries: Sequence[Entry]) -> str:
     return ""
 
 
-def wrap(document: str) -> str:
-    """H9: the content of the handoff message injected into the new session."""
-    return f"<handoff-context>\n{document}\n</handoff-context>\n\n{CLOSING}"
+def wrap(document: str, came_from: ChatSession | None = None) -> str:
+    """H9: the content of the handoff message injected into the new session; with the session
+    it came from, one line more: what the document left out can be recalled from there."""
+    wrapped = f"<handoff-context>\n{document}\n</handoff-context>\n\n{CLOSING}"
+    return f"{wrapped}\n{RECALL_LINE.format(came_from.pk)}" if came_from else wrapped
+
+
+RECALL_LINE = (
+    "Earlier detail is not lost: the recall tool looks it up in session {} (the session this "
+    "one continues) and the sessions before it, entry by entry."
+)
 
 
 def new_session(

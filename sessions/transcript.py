@@ -15,7 +15,7 @@ from . import todos
 from .content import block_texts, image_placeholder
 from .context import bash_failed, bash_text, tool_call_line
 from .models import Entry
-from .shapes import part
+from .shapes import count, part
 from .store import Outline
 
 SHOWN_RESULT_CHARS = 20_000  # a longer tool output is cut in the page (the export has it all)
@@ -101,6 +101,7 @@ def _call_line(block: Block) -> str:
 def _result_block(result: Entry, name: str, *, line: str) -> Block:
     text = "\n".join(block_texts(result.content))
     return {
+        "recalled": _recalled(result),
         "kind": "tool",
         "line": line or f"{name} result",
         "name": name,
@@ -109,6 +110,17 @@ def _result_block(result: Entry, name: str, *, line: str) -> Block:
         "cut": max(0, len(text) - SHOWN_RESULT_CHARS),
         "error": part(result.data, "message").get("isError") is True,
     }
+
+
+def _recalled(result: Entry) -> list[Block]:
+    """The entries a recall found, as its details keep them (only those that name a session
+    and an entry: a file may hold anything)."""
+    hits = part(result.data, "message", "details", "recall").get("entries")
+    return [
+        hit
+        for hit in (hits if isinstance(hits, list) else [])
+        if isinstance(hit, dict) and count(hit.get("session")) and count(hit.get("entry"))
+    ]
 
 
 def _bash_block(message: dict[str, Any]) -> Block:

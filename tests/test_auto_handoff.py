@@ -56,7 +56,7 @@ async def test_a_prompt_that_would_pass_the_threshold_hands_off_first_and_goes_t
         {
             "role": "user",
             "content": [
-                {"type": "text", "text": handoff.wrap(DOCUMENT)},
+                {"type": "text", "text": handoff.wrap(DOCUMENT, came_from=old)},
                 {"type": "text", "text": "and now the tests, please"},
             ],
         }

@@ -91,6 +91,11 @@ def test_the_tree_bench_times_the_page_of_a_long_session():
     assert out.startswith("tree page of 600 entries: median")
 
 
+def test_the_recall_bench_times_a_look_up_over_a_chain():
+    out = bench("bench/recall.py", "--sessions", "2", "--entries", "50", "--runs", "1")
+    assert "recall over 2 sessions of 50 entries: median" in out
+
+
 def test_the_socket_memory_bench_says_where_a_sockets_memory_goes():
     out = bench("bench/socket_memory.py", "--sockets", "3", "--top", "2")
     assert out.startswith("in-memory channel layer, one process:\n  3 idle sockets: RSS +")

@@ -20,6 +20,17 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 DOCUMENT = "\n\n".join(f"## {section}\n{section} details." for section in SIX_SECTIONS)
 
 
+def seeded(document: str, old: ChatSession) -> str:
+    """The handoff message of a session handed off from `old` (H9, and the line about recall)."""
+    return (
+        f"<handoff-context>\n{document}\n</handoff-context>\n\n"
+        "The above is a handoff document from a previous session. Use this context to continue "
+        "the work seamlessly.\n"
+        f"Earlier detail is not lost: the recall tool looks it up in session {old.pk} (the "
+        "session this one continues) and the sessions before it, entry by entry."
+    )
+
+
 def document_reply(text: str = DOCUMENT) -> Reply:
     return Reply.text(text)
 
@@ -96,7 +107,7 @@ async def test_a_handoff_switches_to_a_new_session_seeded_with_the_document_only
     )
     [seed] = await entries_of(new_id)
     assert (seed.kind, seed.custom_type, seed.display) == ("custom_message", "handoff", True)
-    assert seed.text == handoff.wrap(DOCUMENT)
+    assert seed.text == seeded(DOCUMENT, old)
     assert seed.data["warnings"] == []
     assert (
         not new.generation_id
@@ -111,7 +122,7 @@ async def test_a_handoff_switches_to_a_new_session_seeded_with_the_document_only
         {
             "role": "user",
             "content": [
-                {"type": "text", "text": handoff.wrap(DOCUMENT)},
+                {"type": "text", "text": seeded(DOCUMENT, old)},
                 {"type": "text", "text": "go on"},
             ],
         }
@@ -222,9 +233,8 @@ async def test_a_prompt_queued_during_the_handoff_is_delivered_in_the_new_sessio
     seed, question, answer = await entries_of(new_id)
     assert seed.custom_type == "handoff"
     assert (question.text, answer.text) == ("and then fix the tests", "Answer in the new session.")
-    assert fake_anthropic.requests[1]["json"]["messages"][0]["content"][0]["text"] == handoff.wrap(
-        DOCUMENT
-    )
+    sent = fake_anthropic.requests[1]["json"]["messages"][0]["content"][0]["text"]
+    assert sent == seeded(DOCUMENT, old)
     assert "question 0" not in str(fake_anthropic.requests[1]["json"])
     assert await db_async(PendingPrompt.objects.count)() == 0
 
@@ -291,7 +301,7 @@ async def test_with_review_on_the_user_edits_the_document_before_the_switch(
     )
     new_id = redirected_session(await tab.until("data-url="))
     [seed] = await entries_of(new_id)
-    assert seed.text == handoff.wrap("## Goal\nEdited by hand.")
+    assert seed.text == seeded("## Goal\nEdited by hand.", old)
     new = await db_async(ChatSession.objects.get)(pk=new_id)
     assert (new.parent_session_id, new.handed_off_from_id) == (old.pk, reply_id)
     # A second click cannot start a second session from the same document.

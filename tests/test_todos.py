@@ -651,14 +651,17 @@ def test_an_unknown_tool_or_bad_json_is_an_error_result_not_an_exception():
     from sessions.agent.tools import run_tool
     from sessions.providers import ToolCall
 
-    unknown = run_tool(ToolCall("toolu_1", "bash", {"command": "ls"}))
+    session = ChatSession()  # todo_write reads nothing of it
+    unknown = run_tool(ToolCall("toolu_1", "bash", {"command": "ls"}), session)
     assert (unknown.text, unknown.is_error) == (
-        "Unknown tool 'bash': the tools are todo_write.",
+        "Unknown tool 'bash': the tools are todo_write, recall.",
         True,
     )
-    broken = run_tool(ToolCall("toolu_2", "todo_write", None, raw='{"todos": ['))
+    broken = run_tool(ToolCall("toolu_2", "todo_write", None, raw='{"todos": ['), session)
     assert (broken.text, broken.is_error) == ("The input is not valid JSON: '{\"todos\": ['", True)
-    fine = run_tool(ToolCall("toolu_3", "todo_write", {"todos": [{"text": "a", "state": "done"}]}))
+    fine = run_tool(
+        ToolCall("toolu_3", "todo_write", {"todos": [{"text": "a", "state": "done"}]}), session
+    )
     assert (fine.text, fine.is_error, fine.details) == (
         "Todo list updated. 1 item: 1 done.",
         False,

@@ -239,7 +239,7 @@ async def switch(
 ) -> ChatSession:
     """Start the new session with the document (H9, H13), in one transaction (B6); a running
     generation's claim moves with it."""
-    content = handoff.wrap(document)
+    content = handoff.wrap(document, came_from=session)
     record = reply.data.get("handoff", {})
     data = {
         "warnings": handoff.check_structure(document).warnings(),

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from .. import todos
+from ..models import ChatSession
 from .tool import Tool, ToolInputError, ToolResult
 
 
-def write_list(arguments: Any) -> ToolResult:
+def write_list(arguments: Any, session: ChatSession) -> ToolResult:
     """Set the list the call gives; the result names what it holds, its details the list."""
     try:
         items = todos.parse_input(arguments)

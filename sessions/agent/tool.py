@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..models import ChatSession
+
 
 @dataclass(frozen=True)
 class ToolResult:
@@ -24,7 +26,11 @@ class Tool:
     name: str
     description: str
     input_schema: dict[str, Any]
-    run: Callable[[Any], ToolResult]  # raises ToolInputError for input it cannot take
+    # Runs on the database thread, given the call's input and the session it runs in; raises
+    # ToolInputError for input it cannot take.
+    run: Callable[[Any, ChatSession], ToolResult]
+    # Whether a session offers it (None: every session does); asked on the database thread.
+    offered: Callable[[ChatSession], bool] | None = None
 
     @property
     def definition(self) -> dict[str, Any]:

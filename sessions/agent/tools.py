@@ -17,6 +17,7 @@ from ..context import USER
 from ..models import ChatSession, Entry
 from ..providers import ToolCall
 from .events import Emit
+from .recall_tool import RECALL
 from .streamer import Prepared, Streamer
 from .todo_write import TODO_WRITE
 from .tool import Tool, ToolInputError, ToolResult
@@ -30,11 +31,16 @@ TOOL_LIMIT_TEXT = (
 
 TOO_MANY = "Not run: a round runs at most {} tool calls; make this call again in the next round."
 
-# The tools every session offers, in the order the model is told of them.
-TOOLS: tuple[Tool, ...] = (TODO_WRITE,)
+# The tools, in the order the model is told of them; each session offers those it `offered`.
+TOOLS: tuple[Tool, ...] = (TODO_WRITE, RECALL)
 
 
-def run_tool(call: ToolCall, tools: tuple[Tool, ...] = TOOLS) -> ToolResult:
+def offered_tools(session: ChatSession) -> tuple[Tool, ...]:
+    """The tools `session` offers (recall: only where there is a lineage to recall from)."""
+    return tuple(tool for tool in TOOLS if tool.offered is None or tool.offered(session))
+
+
+def run_tool(call: ToolCall, session: ChatSession, tools: tuple[Tool, ...] = TOOLS) -> ToolResult:
     """Run one call. Bad input is an error result the model can correct, never an exception."""
     tool = next((tool for tool in tools if tool.name == call.name), None)
     if tool is None:
@@ -43,7 +49,7 @@ def run_tool(call: ToolCall, tools: tuple[Tool, ...] = TOOLS) -> ToolResult:
     if call.arguments is None:
         return ToolResult(f"The input is not valid JSON: {call.raw[:200]!r}", True)
     try:
-        return tool.run(call.arguments)
+        return tool.run(call.arguments, session)
     except ToolInputError as error:
         return ToolResult(str(error), True)
 
@@ -88,7 +94,8 @@ class ToolLoop:
     async def answer(self, *, beside_others: bool = False) -> Entry:
         """The model's last reply of the loop."""
         rounds = 0
-        definitions = [tool.definition for tool in TOOLS]
+        self.tools = await database_sync_to_async(offered_tools)(self.session)
+        definitions = [tool.definition for tool in self.tools]
         while True:
             reply, entry = await self.streamer.reply(
                 self.session,
@@ -120,13 +127,21 @@ class ToolLoop:
         blocks: list[dict[str, Any]] = []
         most = settings.AGENTWEB_MAX_TOOL_CALLS
         for number, call in enumerate(calls, start=1):
-            result = run_tool(call) if number <= most else ToolResult(TOO_MANY.format(most), True)
-            entry = await database_sync_to_async(record_result)(
-                self.session, call.id, call.name, result.text, is_error=result.is_error,
-                details=result.details,
-            )  # fmt: skip
+            result, entry = await database_sync_to_async(self._answer)(call, number <= most)
             self.streamer.remember(entry)
             await self.emit("tool_end", role=Entry.Role.TOOL_RESULT, entry=entry, caller=caller)
             block = {"type": "tool_result", "tool_use_id": call.id, "content": result.text}
             blocks.append({**block, "is_error": True} if result.is_error else block)
         return {"role": USER, "content": blocks}
+
+    def _answer(self, call: ToolCall, runs: bool) -> tuple[ToolResult, Entry]:
+        """Run a call (or refuse it: past the round's cap) and store its result."""
+        if runs:
+            result = run_tool(call, self.session, self.tools)
+        else:
+            result = ToolResult(TOO_MANY.format(settings.AGENTWEB_MAX_TOOL_CALLS), True)
+        entry = record_result(
+            self.session, call.id, call.name, result.text, is_error=result.is_error,
+            details=result.details,
+        )  # fmt: skip
+        return result, entry

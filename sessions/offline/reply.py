@@ -16,6 +16,7 @@ from .. import todos
 from ..content import block_texts
 from ..items import extract
 from ..providers import ToolCall
+from . import recalling
 from .reading import read
 from .summariser import write_document
 
@@ -42,7 +43,10 @@ class OfflineModel:
     def tool_call(
         self, messages: list[dict[str, Any]], tools: Sequence[dict[str, Any]]
     ) -> ToolCall | None:
-        if any(tool.get("name") == todos.TOOL_NAME for tool in tools):
+        names = {tool.get("name") for tool in tools}
+        if recalling.RECALL in names and (call := recalling.recall_call(messages)):
+            return call
+        if todos.TOOL_NAME in names:
             return todo_call(messages)
         return None
 
@@ -86,7 +90,10 @@ def after_tools(results: list[dict[str, Any]]) -> str:
     for result in results:
         text = result.get("content")
         text = text if isinstance(text, str) else "\n".join(block_texts(text or []))
-        lines.append(f"The tool failed: {text}" if result.get("is_error") else text)
+        if result.get("is_error"):
+            lines.append(f"The tool failed: {text}")
+        else:
+            lines.append(recalling.quoted(text) or text)
     return "\n\n".join(lines)
 
 

@@ -1,0 +1,144 @@
+"""Recall (issue 19, items 1 and 2): the new session's model looks things up in the sessions it
+came from, and the page links each entry it found to that entry in its session."""
+
+from __future__ import annotations
+
+import html
+
+import pytest
+
+from sessions import generation, handoff
+from sessions.agent.recall_tool import look_up
+from sessions.agent.tool import ToolInputError
+from sessions.models import ChatSession, Entry
+
+from .conftest import db_async, make_session
+from .fake_anthropic import Reply
+
+DETAIL = "The zanzibar endpoint needs the header X-Trace-Id on every call."
+
+
+def handed_off(owner) -> tuple[ChatSession, ChatSession, Entry]:
+    """An old session that said a detail, and the session its handoff started."""
+    old = make_session(owner, exchanges=2)
+    said = old.append_message("assistant", [{"type": "text", "text": DETAIL}])
+    reply = old.append_message(
+        "assistant", [{"type": "text", "text": "## Goal\nShip it."}], data={"purpose": "handoff"}
+    )
+    new = handoff.new_session(old, from_entry=reply, content=handoff.wrap("## Goal\nShip it."), data={"warnings": []})  # fmt: skip
+    return old, new, said
+
+
+def offered(request: dict) -> list[str]:
+    return [tool["name"] for tool in request["json"].get("tools", [])]
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_recall_is_offered_only_where_there_is_a_lineage(owner, fake_anthropic, open_tab):
+    fake_anthropic.enqueue(Reply.text("Plain."), Reply.text("Handed off."))
+    plain = await db_async(make_session)(owner)
+    _, new, _ = await db_async(handed_off)(owner)
+    for session, answer in ((plain, "Plain."), (new, "Handed off.")):
+        _, tab = await open_tab(owner, session)
+        await tab.send(message="Hello")
+        await tab.until(answer)
+        await generation.wait_idle()
+    assert offered(fake_anthropic.requests[0]) == ["todo_write"]
+    assert offered(fake_anthropic.requests[1]) == ["todo_write", "recall"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_the_model_recalls_what_the_document_left_out_and_the_page_links_to_it(
+    owner, fake_anthropic, open_tab, client
+):
+    old, new, said = await db_async(handed_off)(owner)
+    fake_anthropic.enqueue(
+        Reply.tool("recall", {"query": "zanzibar endpoint"}),
+        Reply.text(f"It needs X-Trace-Id (session {old.pk}, entry {said.pk})."),
+    )
+    _, tab = await open_tab(owner, new)
+    await tab.send(message="Which header did the zanzibar endpoint need?")
+    await tab.until("It needs X-Trace-Id")
+    await generation.wait_idle()
+    result = fake_anthropic.requests[1]["json"]["messages"][-1]["content"][0]
+    assert result["type"] == "tool_result" and not result.get("is_error")
+    assert f"[session {old.pk}, entry {said.pk}, assistant, " in result["content"]
+    assert "zanzibar endpoint needs the header X-Trace-Id" in result["content"]
+    await db_async(client.force_login)(owner)
+    page = (await db_async(client.get)(new.get_absolute_url())).content.decode()
+    link = f'<a href="/sessions/{old.pk}/?at={said.pk}#entry-{said.pk}">Session {old.pk}, entry {said.pk}</a>'
+    assert link in page
+    assert 'recall(query="zanzibar endpoint")' in html.unescape(page)  # the call shows its query
+    opened = (await db_async(client.get)(f"/sessions/{old.pk}/?at={said.pk}")).content.decode()
+    assert f'id="entry-{said.pk}"' in opened and DETAIL in opened
+
+
+@pytest.mark.django_db
+def test_a_fork_recalls_from_the_session_it_was_forked_from(owner):
+    old = make_session(owner, exchanges=1)
+    said = old.append_message("user", [{"type": "text", "text": DETAIL}])
+    forked = old.fork(old.leaf_id)
+    found = look_up({"query": "X-Trace-Id"}, forked)
+    assert f"[session {old.pk}, entry {said.pk}, user, " in found.text
+    assert found.details["recall"]["entries"][0]["entry"] == said.pk
+
+
+@pytest.mark.django_db
+def test_a_session_outside_the_lineage_or_another_users_is_refused(owner, other_user):
+    _, new, _ = handed_off(owner)
+    theirs = make_session(other_user, exchanges=1)
+    stranger = make_session(owner, exchanges=1)
+    for session_id in (theirs.pk, stranger.pk):
+        with pytest.raises(ToolInputError, match=f"Session {session_id} is not one this session came from"):  # fmt: skip
+            look_up({"query": "zanzibar", "session": session_id}, new)
+
+
+@pytest.mark.django_db
+def test_a_recall_that_finds_nothing_says_so(owner):
+    _, new, _ = handed_off(owner)
+    found = look_up({"query": "kilimanjaro"}, new)
+    assert (found.text, found.is_error) == (
+        "Nothing in the earlier sessions mentions “kilimanjaro”.",
+        False,
+    )
+
+
+@pytest.mark.django_db
+def test_recall_returns_at_most_its_limit_of_entries_and_characters(owner, settings):
+    settings.AGENTWEB_RECALL_ENTRIES, settings.AGENTWEB_RECALL_CHARS = 3, 150
+    old = make_session(owner)
+    for i in range(10):
+        old.append_message("user", [{"type": "text", "text": f"zanzibar note {i} " + "x" * 80}])
+    forked = old.fork(old.leaf_id)
+    entries = look_up({"query": "zanzibar"}, forked).details["recall"]["entries"]
+    assert len(entries) == 3
+    assert sum(len(entry["text"]) for entry in entries) <= 150
+
+
+def test_the_handoff_prompt_no_longer_asks_the_document_to_carry_everything():
+    prompt = handoff.build_prompt()
+    assert "Be concrete and complete" not in prompt
+    assert (
+        "The next session can look up the exact words of this conversation with its recall "
+        "tool: carry what it needs to act on, not everything."
+    ) in prompt
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_offline_a_question_about_a_word_only_the_parent_holds_is_answered_with_a_link(
+    owner, open_tab
+):
+    old, new, said = await db_async(handed_off)(owner)
+    await db_async(lambda: ChatSession.objects.filter(pk=new.pk).update(model="local"))()
+    _, tab = await open_tab(owner, new)
+    await tab.send(message="Which header did zanzibar need?")
+    shown = await tab.until("From the earlier sessions, nearest first:", timeout=20)
+    await generation.wait_idle()
+    assert "zanzibar endpoint needs the header X-Trace-Id" in shown
+    link = f'<a href="/sessions/{old.pk}/?at={said.pk}#entry-{said.pk}"'
+    assert link in shown
+    call = await db_async(lambda: Entry.objects.get(session=new, role="toolResult"))()
+    assert call.data["message"]["toolName"] == "recall"
