@@ -156,6 +156,9 @@ def in_context(entry: EntryLike) -> bool:
     return not (entry.kind == Kind.MESSAGE and entry.role == Role.ASSISTANT and stopped)
 
 
+MENTIONED = "(Mentioned: session {} “{}”; the recall tool can look things up in it.)"
+
+
 def entry_parts(entry: EntryLike) -> list[Part]:
     """What one entry contributes to the context (nothing, for most kinds that are not messages)."""
     if not in_context(entry):
@@ -180,7 +183,20 @@ def entry_parts(entry: EntryLike) -> list[Part]:
             return []
         return [Part(USER, bash_text(message), "bash", entry.pk, error=bash_failed(message))]
     # user, and the reference agent's own user-side roles (custom, hookMessage)
-    return _blocks_as_parts(USER, entry.content, "text", entry.pk)
+    parts = _blocks_as_parts(USER, entry.content, "text", entry.pk)
+    for session_id, title in mentioned(entry):
+        parts.append(Part(USER, MENTIONED.format(session_id, title), "text", entry.pk))
+    return parts
+
+
+def mentioned(entry: EntryLike) -> list[tuple[int, str]]:
+    """The sessions a user message mentions, as it kept them: (id, title) each."""
+    listed = entry.data.get("mentions")
+    return [
+        (mention["session"], shapes.text(mention.get("title")))
+        for mention in (listed if isinstance(listed, list) else [])
+        if isinstance(mention, dict) and shapes.count(mention.get("session"))
+    ]
 
 
 def _assistant_parts(entry: EntryLike) -> list[Part]:

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 
 from django.conf import settings
 
-from . import search
+from . import mentions, search
 from .models import ChatSession
 
 MAX_LINEAGE = 50  # sessions walked back at most (a chain of handoffs and forks)
@@ -55,6 +55,15 @@ def lineage(session: ChatSession) -> list[int]:
     return found
 
 
+def recallable(session: ChatSession) -> list[int]:
+    """The sessions recall reads from `session`: its lineage, nearest first, then the sessions
+    its messages mention."""
+    found = lineage(session)
+    return found + [
+        pk for pk in mentions.mentioned_by(session) if pk not in found and pk != session.pk
+    ]
+
+
 def recall(session: ChatSession, query: str, only: int | None = None) -> list[Recalled]:
     """The entries of the lineage (or of session `only`, one of it) that best match `query`,
     nearest session first, newest first within one: at most AGENTWEB_RECALL_ENTRIES entries
@@ -67,7 +76,7 @@ def recall(session: ChatSession, query: str, only: int | None = None) -> list[Re
             "pk", flat=True
         )
     )
-    sessions = [pk for pk in lineage(session) if pk in kept]
+    sessions = [pk for pk in recallable(session) if pk in kept]
     if only is not None:
         if only not in sessions:
             raise RecallRefused(

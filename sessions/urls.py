@@ -16,6 +16,7 @@ urlpatterns = [
     path("sessions/<int:session_id>/branch/", views.switch_branch, name="switch"),
     path("sessions/<int:session_id>/fork/", views.fork, name="fork"),
     path("sessions/<int:session_id>/tree/", views.tree, name="tree"),
+    path("sessions/<int:session_id>/map/", views.lineage_map, name="map"),
     path("sessions/<int:session_id>/todos/", views.edit_todos, name="todos"),
     *(
         path(

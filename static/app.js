@@ -18,14 +18,14 @@
       return;
     }
     if (!box || event.target !== box) return;
-    const menu = $("#slash-menu");
-    if (menu && !menu.hidden) {
+    const menu = openMenu();
+    if (menu) {
       if (event.key === "ArrowDown" || event.key === "ArrowUp") {
         event.preventDefault(); moveSelection(event.key === "ArrowDown" ? 1 : -1); return;
       }
       const choice = selected() || visibleItems()[0];
       // Enter completes a partly typed name; a fully typed command is sent as it is.
-      const typedWhole = choice && box.value.trim() === "/" + choice.dataset.name;
+      const typedWhole = choice && choice.dataset.name && box.value.trim() === "/" + choice.dataset.name;
       if (choice && (event.key === "Tab" || (event.key === "Enter" && !event.shiftKey && !typedWhole))) {
         event.preventDefault(); complete(choice); return;
       }
@@ -86,11 +86,14 @@
   document.addEventListener("htmx:wsAfterMessage", addCodeCopyButtons);
   document.addEventListener("htmx:afterSwap", addCodeCopyButtons);
 
-  // Slash-command menu.
-  function visibleItems() { return [...document.querySelectorAll("#slash-menu [role=option]")].filter((li) => !li.hidden); }
-  function selected() { return document.querySelector('#slash-menu [aria-selected="true"]:not([hidden])'); }
+  // Slash-command menu, and the @ menu of sessions to mention: one open at a time.
+  const MENUS = ["#slash-menu", "#mention-menu"];
+  function openMenu() { return MENUS.map($).find((menu) => menu && !menu.hidden) || null; }
+  function options(menu) { return menu ? [...menu.querySelectorAll("[role=option]")] : []; }
+  function visibleItems() { return options(openMenu()).filter((li) => !li.hidden); }
+  function selected() { return visibleItems().find((li) => li.getAttribute("aria-selected") === "true") || null; }
   function select(item) {
-    document.querySelectorAll("#slash-menu [role=option]").forEach((li) => li.setAttribute("aria-selected", String(li === item)));
+    MENUS.forEach((id) => options($(id)).forEach((li) => li.setAttribute("aria-selected", String(li === item))));
     const box = composer();
     if (box) box.setAttribute("aria-activedescendant", item ? item.id : "");
   }
@@ -101,8 +104,7 @@
     select(items[(index + step + items.length) % items.length]);
   }
   function hideMenu() {
-    const menu = $("#slash-menu");
-    if (menu) menu.hidden = true;
+    MENUS.forEach((id) => { const menu = $(id); if (menu) menu.hidden = true; });
     const box = composer();
     if (box) box.setAttribute("aria-expanded", "false");
     select(null);
@@ -110,27 +112,37 @@
   function complete(item) {
     const box = composer();
     if (!item || !box) return;
-    box.value = "/" + item.dataset.name + " ";
+    if (item.dataset.mention) {  // the "@words" before the caret become "@#42 "
+      const before = box.value.slice(0, box.selectionStart).replace(/@[^\s@#]*$/, "@#" + item.dataset.mention + " ");
+      box.value = before + box.value.slice(box.selectionStart);
+      box.setSelectionRange(before.length, before.length);
+    } else {
+      box.value = "/" + item.dataset.name + " ";
+    }
     hideMenu();
     box.focus();
+  }
+  function showOnly(menu, keep) {
+    let shown = 0;
+    options(menu).forEach((li) => { li.hidden = !keep(li); if (!li.hidden) shown += 1; });
+    menu.hidden = shown === 0;
+    return shown;
   }
   document.addEventListener("input", (event) => {
     const box = composer();
     if (event.target !== box) return;
-    const menu = $("#slash-menu");
-    const match = /^\/([\w-]*)$/.exec(box.value);
-    if (!menu || !match) { hideMenu(); return; }
-    let shown = 0;
-    menu.querySelectorAll("[role=option]").forEach((li) => {
-      li.hidden = !li.dataset.name.startsWith(match[1]);
-      if (!li.hidden) shown += 1;
-    });
-    menu.hidden = shown === 0;
+    const command = /^\/([\w-]*)$/.exec(box.value);
+    const mention = /(?:^|\s)@([^\s@#]*)$/.exec(box.value.slice(0, box.selectionStart));
+    const menu = command ? $("#slash-menu") : mention ? $("#mention-menu") : null;
+    hideMenu();
+    if (!menu) return;
+    const typed = (command || mention)[1].toLowerCase();
+    const shown = showOnly(menu, (li) => command ? li.dataset.name.startsWith(typed) : li.dataset.title.includes(typed));
     box.setAttribute("aria-expanded", String(shown > 0));
-    if (!selected()) select(visibleItems()[0] || null);
+    select(visibleItems()[0] || null);
   });
   document.addEventListener("click", (event) => {
-    const item = event.target.closest && event.target.closest("#slash-menu [role=option]");
+    const item = event.target.closest && event.target.closest("#slash-menu [role=option], #mention-menu [role=option]");
     if (item) complete(item);
   });
 

@@ -50,5 +50,5 @@ RECALL = Tool(
         "required": ["query"],
     },
     run=look_up,
-    offered=lambda session: bool(recall.lineage(session)),
+    offered=lambda session: bool(recall.recallable(session)),
 )

@@ -13,7 +13,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 
 from .. import context, store, todos
-from ..context import add_to_context
+from ..context import add_to_context, entry_parts
 from ..models import ChatSession, Entry, PendingPrompt, PromptTemplate
 from ..providers import Provider
 from .events import AgentEvent, Listener, ignore
@@ -134,7 +134,8 @@ class AgentSession:
                     data={"purpose": purpose} if purpose else {},
                 )
             if not purpose:  # a handoff's request is sent as `prepare` says, never kept
-                add_to_context(self.messages, Entry.Role.USER, text)
+                for part in entry_parts(user):  # the text, and a pointer per mention
+                    add_to_context(self.messages, part.role, part.text)
             await self.emit("message_start", role=Entry.Role.USER, entry=user, purpose=purpose)
             await self.emit("message_end", role=Entry.Role.USER, entry=user, purpose=purpose)
             prepared = await prepare() if prepare else Prepared()

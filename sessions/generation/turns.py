@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from .. import status, store
+from .. import mentions, status, store
 from ..models import ChatSession, Entry, PendingPrompt, PromptTemplate
 from ..models.refusals import BUSY_BRANCHING
 from ..providers import catalog
@@ -60,7 +60,7 @@ def queue_prompt(
     Under load, every call on the one database thread waits behind the calls of every other
     prompt, so a prompt's request goes out after this one call.
     """
-    refusal = over_a_cap(session, queueing=True)
+    refusal = over_a_cap(session, queueing=True) or mentions.refusal(session, text)
     if refusal:
         return Submitted(refusal=refusal), None
     if claim(session.pk, generation_id, "prompt", channel):
@@ -107,7 +107,8 @@ def _begin(session: ChatSession, text: str, *, reread: bool) -> Turn:
     `session` was read as its claim was taken; a later turn's rereads it (the claim's lease and
     kind have moved since)."""
     text = PromptTemplate.expand(session.owner_id, text)
-    user = session.append_message(Entry.Role.USER, [{"type": "text", "text": text}])
+    content = [{"type": "text", "text": text}]
+    user = session.append_message(Entry.Role.USER, content, data=mentions.data_of(session, text))
     shown = ChatSession.objects.get(pk=session.pk) if reread else session
     return Turn(text, user, status=StatusShown(shown, status.read(shown)))
 

@@ -1,16 +1,20 @@
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from django import template
 from django.contrib.humanize.templatetags.humanize import naturaltime
+from django.urls import reverse
 from django.utils.formats import date_format
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timezone import localtime
 
 from .. import handoff, transcript, usage
+from ..context import mentioned
 from ..coverage import Coverage, Item
 from ..models import Entry
 from ..providers import label_for
@@ -30,6 +34,22 @@ def markdown(text: str) -> SafeString:
 def shown_blocks(entry: Entry) -> list[dict[str, Any]]:
     """The entry's content as the page shows it (tool work and thinking folded)."""
     return transcript.blocks(entry)
+
+
+@register.filter
+def with_mentions(text: str, entry: Entry) -> SafeString:
+    """A user message's text, each session it mentions (`@#42`) a link named by its title."""
+    html = str(escape(text))
+    for session_id, title in mentioned(entry):
+        url = reverse("chat:session", args=[session_id])
+        link = str(format_html('<a class="mention" href="{}">@{}</a>', url, title))
+        html = re.compile(rf"(?<![\w@#])@#{session_id}\b").sub(_as(link), html)
+    return mark_safe(html)  # noqa: S308 - the text is escaped, the links made by format_html
+
+
+def _as(replacement: str) -> Callable[[re.Match[str]], str]:
+    """A replacement for `re.sub` taken as it is (no group references read in it)."""
+    return lambda _: replacement
 
 
 @register.filter

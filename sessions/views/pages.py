@@ -13,7 +13,9 @@ from django.views.decorators.http import require_POST
 from .. import (
     care,
     commands,
+    lineage,
     listing,
+    mentions,
     partials,
     search,
     session_file,
@@ -88,6 +90,7 @@ def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse
         "children": list(session.children.order_by("created_at")),
         "forks": list(ChatSession.objects.filter(forked_from__session=session).order_by("pk")),
         "commands": commands.REGISTRY.values(),
+        "mention_menu": mentions.menu(request.user, session),
         "ws_url": f"/ws/sessions/{session.pk}/?after={after}",
         "live_text": None,
         "rename_form": RenameForm(initial={"title": session.title}),
@@ -132,6 +135,13 @@ def tree(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
 
 
 TREE_PAGE = 500
+
+
+def lineage_map(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
+    """The sessions joined to this one by handoffs and forks, top-down (issue 19, item 6)."""
+    session = own_session(request, session_id)
+    context = {"session": session, "rows": lineage.map_of(session)}
+    return render(request, "sessions/map.html", context)
 
 
 def export(request: AuthenticatedRequest, session_id: int, fmt: str) -> HttpResponseBase:

@@ -1,0 +1,74 @@
+"""The lineage map (issue 19, item 6): the sessions joined to one by handoffs and forks, drawn
+top-down from the first, each under the session it came from.
+
+A few queries, one per step outward, at most MAX_SESSIONS sessions: the owner's kept sessions
+only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Q
+
+from .models import ChatSession
+
+MAX_SESSIONS = 200
+
+
+@dataclass(frozen=True)
+class MapRow:
+    """One session of the map: how deep it sits, and how it came from the row above it."""
+
+    session: ChatSession
+    depth: int
+    came_by: str  # "handoff", "fork" or "" (the first)
+    current: bool
+
+    @property
+    def indent(self) -> int:
+        return min(self.depth, 20)
+
+
+def _origin(session: ChatSession) -> tuple[int | None, str]:
+    if session.parent_session_id:
+        return session.parent_session_id, "handoff"
+    if session.forked_from_id and session.forked_from is not None:
+        return session.forked_from.session_id, "fork"
+    return None, ""
+
+
+def map_of(session: ChatSession) -> list[MapRow]:
+    """The rows of the map around `session`, first sessions first, depth first."""
+    mine = ChatSession.objects.filter(ChatSession.kept(), owner_id=session.owner_id)
+    mine = mine.select_related("forked_from")
+    found: dict[int, ChatSession] = {session.pk: session}
+    frontier = {session.pk}
+    while frontier and len(found) < MAX_SESSIONS:
+        origins = {_origin(found[pk])[0] for pk in frontier} - {None} - set(found)
+        joined = mine.filter(
+            Q(pk__in=origins) | Q(parent_session_id__in=frontier)
+            | Q(forked_from__session_id__in=frontier)
+        ).exclude(pk__in=found)[: MAX_SESSIONS - len(found)]  # fmt: skip
+        frontier = set()
+        for other in joined:
+            found[other.pk] = other
+            frontier.add(other.pk)
+    under: dict[int | None, list[ChatSession]] = {}
+    for other in found.values():
+        origin, _ = _origin(other)
+        under.setdefault(origin if origin in found else None, []).append(other)
+    rows: list[MapRow] = []
+    stack = [(first, 0) for first in sorted(under.get(None, []), key=_age, reverse=True)]
+    while stack:
+        other, depth = stack.pop()
+        rows.append(
+            MapRow(other, depth, _origin(other)[1] if depth else "", other.pk == session.pk)
+        )
+        later = sorted(under.get(other.pk, []), key=_age, reverse=True)
+        stack += [(next_, depth + 1) for next_ in later]
+    return rows
+
+
+def _age(session: ChatSession) -> tuple[object, int]:
+    return (session.created_at, session.pk)

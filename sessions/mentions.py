@@ -1,0 +1,72 @@
+"""Mentions (issue 19, item 4): `@#42` in a message names another session of the user's. The
+prompt carries a one-line pointer to it (not its transcript), and `recall` can look things up
+in it. Sessions the user does not own are refused."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.contrib.auth.models import User
+
+from .models import ChatSession
+
+MENTION = re.compile(r"(?<![\w@#])@#([0-9]{1,18})\b")
+MENU_SESSIONS = 30  # the most recent sessions the @ menu offers
+
+
+def ids_in(text: str) -> list[int]:
+    """The sessions `text` mentions, in order, each once."""
+    return list(dict.fromkeys(int(number) for number in MENTION.findall(text)))
+
+
+def refusal(session: ChatSession, text: str) -> str:
+    """Why a message's mentions cannot be sent (empty: they can)."""
+    named = ids_in(text)
+    if not named:
+        return ""
+    own = set(
+        ChatSession.objects.filter(
+            ChatSession.kept(), owner_id=session.owner_id, pk__in=named
+        ).values_list("pk", flat=True)
+    )
+    foreign = [number for number in named if number not in own]
+    if foreign:
+        return f"You can mention only your own sessions: #{foreign[0]} is not one of them."
+    return ""
+
+
+def data_of(session: ChatSession, text: str) -> dict[str, Any]:
+    """What a user message keeps of its mentions: each session's id and title (the page shows
+    the title; the context, a pointer)."""
+    named = [number for number in ids_in(text) if number != session.pk]
+    if not named:
+        return {}
+    found = ChatSession.objects.filter(ChatSession.kept(), owner_id=session.owner_id).in_bulk(named)
+    return {
+        "mentions": [
+            {"session": number, "title": found[number].display_title}
+            for number in named
+            if number in found
+        ]
+    }
+
+
+def mentioned_by(session: ChatSession) -> list[int]:
+    """The sessions this one's messages mention (recall reads them as well as the lineage)."""
+    found: list[int] = []
+    for data in session.entries.filter(data__mentions__isnull=False).values_list("data", flat=True):
+        for mention in data.get("mentions") if isinstance(data.get("mentions"), list) else []:
+            number = mention.get("session") if isinstance(mention, dict) else None
+            if isinstance(number, int) and number not in found:
+                found.append(number)
+    return found
+
+
+def menu(owner: User, session: ChatSession) -> list[ChatSession]:
+    """The sessions the @ menu offers: the owner's, most recent first, this one left out."""
+    return list(
+        ChatSession.objects.filter(ChatSession.kept(), owner=owner)
+        .exclude(pk=session.pk)
+        .order_by("-updated_at")[:MENU_SESSIONS]
+    )
