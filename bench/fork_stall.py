@@ -4,7 +4,7 @@ user's renames wait while it runs (issue 18, item 1: each under one second).
 In one run: a session of `--entries` entries (text with searchable words, as an imported
 session has), forked from its last entry in one thread while another user renames their own
 session every 100 ms in another. Reports the fork's time and the renames' median and worst
-latency during it; `--database` runs it on PostgreSQL too (DATABASE_URL).
+latency during it; BENCH_DATABASE_URL=postgres://… runs it on PostgreSQL.
 
 Run: .venv/bin/python bench/fork_stall.py --entries 20000
 """
@@ -12,22 +12,13 @@ Run: .venv/bin/python bench/fork_stall.py --entries 20000
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import sys
 import threading
 import time
 
 import harness
 
-if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
-    harness.setup()  # a throwaway SQLite file
-else:
-    sys.path.insert(0, str(harness.ROOT))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentweb.settings")
-    import django
-
-    django.setup()
+harness.setup()  # a throwaway SQLite file, or BENCH_DATABASE_URL
 
 from django.contrib.auth.models import User  # noqa: E402
 from django.core.management import call_command  # noqa: E402

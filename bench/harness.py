@@ -25,9 +25,11 @@ MODEL = "claude-bench"
 
 
 def setup() -> None:
-    """Point DATABASE_URL at a temporary SQLite file and set Django up."""
+    """Point DATABASE_URL at a temporary SQLite file (or at BENCH_DATABASE_URL, a database the
+    bench may fill, e.g. a PostgreSQL one) and set Django up."""
     sys.path.insert(0, str(ROOT))
-    os.environ["DATABASE_URL"] = f"sqlite:///{Path(tempfile.mkdtemp()) / 'bench.sqlite3'}"
+    throwaway = f"sqlite:///{Path(tempfile.mkdtemp()) / 'bench.sqlite3'}"
+    os.environ["DATABASE_URL"] = os.environ.get("BENCH_DATABASE_URL") or throwaway
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentweb.settings")
     import django
 

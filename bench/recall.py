@@ -2,27 +2,18 @@
 in the oldest (issue 19: under 200 ms, median, on SQLite and PostgreSQL).
 
 Run: .venv/bin/python bench/recall.py --sessions 5 --entries 2000 --runs 9
-     (DATABASE_URL=postgres://… for PostgreSQL)
+     (BENCH_DATABASE_URL=postgres://… for PostgreSQL)
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import sys
 import time
 
 import harness
 
-if os.environ.get("DATABASE_URL", "").startswith("postgres"):
-    sys.path.insert(0, str(harness.ROOT))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentweb.settings")
-    import django
-
-    django.setup()
-else:
-    harness.setup()  # a throwaway SQLite file
+harness.setup()  # a throwaway SQLite file, or BENCH_DATABASE_URL
 
 from django.contrib.auth.models import User  # noqa: E402
 from django.core.management import call_command  # noqa: E402

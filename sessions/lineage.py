@@ -1,5 +1,6 @@
 """The lineage map (issue 19, item 6): the sessions joined to one by handoffs and forks, drawn
-top-down from the first, each under the session it came from.
+top-down from the first, each under the session it came from; under each, the sessions its
+messages mention.
 
 A few queries, one per step outward, at most MAX_SESSIONS sessions: the owner's kept sessions
 only.
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 
 from django.db.models import Q
 
+from . import mentions
 from .models import ChatSession
 
 MAX_SESSIONS = 200
@@ -22,7 +24,7 @@ class MapRow:
 
     session: ChatSession
     depth: int
-    came_by: str  # "handoff", "fork" or "" (the first)
+    came_by: str  # "handoff", "fork", "mention" or "" (the first)
     current: bool
 
     @property
@@ -59,14 +61,18 @@ def map_of(session: ChatSession) -> list[MapRow]:
         origin, _ = _origin(other)
         under.setdefault(origin if origin in found else None, []).append(other)
     rows: list[MapRow] = []
-    stack = [(first, 0) for first in sorted(under.get(None, []), key=_age, reverse=True)]
+    stack = [(first, 0, "") for first in sorted(under.get(None, []), key=_age, reverse=True)]
     while stack:
-        other, depth = stack.pop()
-        rows.append(
-            MapRow(other, depth, _origin(other)[1] if depth else "", other.pk == session.pk)
-        )
+        other, depth, came_by = stack.pop()
+        rows.append(MapRow(other, depth, came_by, other.pk == session.pk))
+        if came_by == "mention":
+            continue  # a mentioned session's own lineage is its own map
+        named = [
+            mine.filter(pk=pk).first() for pk in mentions.mentioned_by(other) if pk not in found
+        ]
+        stack += [(m, depth + 1, "mention") for m in reversed(named) if m is not None]
         later = sorted(under.get(other.pk, []), key=_age, reverse=True)
-        stack += [(next_, depth + 1) for next_ in later]
+        stack += [(next_, depth + 1, _origin(next_)[1]) for next_ in later]
     return rows
 
 

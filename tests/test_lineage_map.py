@@ -44,3 +44,20 @@ def test_the_map_leaves_out_deleted_sessions_and_other_users(owner, other_user, 
     assert client.get(f"/sessions/{theirs.pk}/map/").status_code == 404
     page = client.get(f"/sessions/{first.pk}/map/").content.decode()
     assert 'aria-current="page"' in page and f"#{first.pk} · part 1" in page
+
+
+def test_under_a_session_the_map_shows_the_sessions_it_mentions(owner):
+    first = make_session(owner, exchanges=1)
+    second = hand_off(first)
+    elsewhere = make_session(owner, exchanges=1)
+    second.append_message(
+        "user",
+        [{"type": "text", "text": f"see @#{elsewhere.pk}"}],
+        data={"mentions": [{"session": elsewhere.pk, "title": "Elsewhere"}]},
+    )
+    rows = lineage.map_of(second)
+    assert [(row.session.pk, row.depth, row.came_by) for row in rows] == [
+        (first.pk, 0, ""),
+        (second.pk, 1, "handoff"),
+        (elsewhere.pk, 2, "mention"),
+    ]
