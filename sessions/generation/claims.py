@@ -50,9 +50,14 @@ def claim(session_id: int, generation_id: str, kind: str, channel: str) -> bool:
             generation_lease_until=ChatSession.lease_until(),
         )
         if updated and was_held:
-            keep_partial(session_id)
-            ChatSession(pk=session_id).append_custom("interrupted", INTERRUPTED)
+            record_interruption(session_id)
     return updated == 1
+
+
+def record_interruption(session_id: int) -> None:
+    """A claim whose process died: the reply it was streaming, kept, and a note that says so."""
+    keep_partial(session_id)
+    ChatSession(pk=session_id).append_custom("interrupted", INTERRUPTED)
 
 
 def keep_partial(session_id: int) -> None:
@@ -115,8 +120,7 @@ def expire(session_id: int) -> bool:
         row = ChatSession.objects.select_for_update().filter(pk=session_id).first()
         if row is None or not row.was_interrupted:
             return False
-        keep_partial(session_id)
-        ChatSession(pk=session_id).append_custom("interrupted", INTERRUPTED)
+        record_interruption(session_id)
         ChatSession.objects.filter(pk=session_id).update(**UNCLAIMED)
     return True
 

@@ -12,6 +12,8 @@ from typing import Any
 
 from django.utils.dateparse import parse_datetime
 
+from .. import shapes
+
 # The largest token count an entry's columns keep (PositiveIntegerField, on every database).
 MAX_TOKENS = 2_147_483_647
 TOKEN_FIELDS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
@@ -28,10 +30,10 @@ def boolean(value: Any) -> str:
 
 
 def count(value: Any) -> str:
-    whole = isinstance(value, int) and not isinstance(value, bool)
-    if not whole or value < 0:
+    number = shapes.count(value)
+    if number is None:
         return "must be a whole, non-negative number"
-    return "" if value <= MAX_TOKENS else f"is larger than {MAX_TOKENS:,}"
+    return "" if number <= MAX_TOKENS else f"is larger than {MAX_TOKENS:,}"
 
 
 def obj(value: Any) -> str:
