@@ -191,7 +191,13 @@ def entry_parts(entry: EntryLike) -> list[Part]:
 
 def mentioned(entry: EntryLike) -> list[tuple[int, str]]:
     """The sessions a user message mentions, as it kept them: (id, title) each."""
-    listed = entry.data.get("mentions")
+    return mentions_in(entry.data)
+
+
+def mentions_in(data: dict[str, Any]) -> list[tuple[int, str]]:
+    """The mentions an entry's `data` keeps (those that name a session: a file may hold
+    anything)."""
+    listed = data.get("mentions")
     return [
         (mention["session"], shapes.text(mention.get("title")))
         for mention in (listed if isinstance(listed, list) else [])

@@ -14,6 +14,7 @@ from django.db.models import Q
 
 from . import mentions
 from .models import ChatSession
+from .store import MAX_INDENT
 
 MAX_SESSIONS = 200
 
@@ -29,7 +30,7 @@ class MapRow:
 
     @property
     def indent(self) -> int:
-        return min(self.depth, 20)
+        return min(self.depth, MAX_INDENT)
 
 
 def _origin(session: ChatSession) -> tuple[int | None, str]:
@@ -67,10 +68,9 @@ def map_of(session: ChatSession) -> list[MapRow]:
         rows.append(MapRow(other, depth, came_by, other.pk == session.pk))
         if came_by == "mention":
             continue  # a mentioned session's own lineage is its own map
-        named = [
-            mine.filter(pk=pk).first() for pk in mentions.mentioned_by(other) if pk not in found
-        ]
-        stack += [(m, depth + 1, "mention") for m in reversed(named) if m is not None]
+        named = [pk for pk in mentions.mentioned_by(other) if pk not in found]
+        shown = mine.in_bulk(named)
+        stack += [(shown[pk], depth + 1, "mention") for pk in reversed(named) if pk in shown]
         later = sorted(under.get(other.pk, []), key=_age, reverse=True)
         stack += [(next_, depth + 1, _origin(next_)[1]) for next_ in later]
     return rows

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
+from .context import mentions_in
 from .models import ChatSession
 
 MENTION = re.compile(r"(?<![\w@#])@#([0-9]{1,18})\b")
@@ -54,13 +55,8 @@ def data_of(session: ChatSession, text: str) -> dict[str, Any]:
 
 def mentioned_by(session: ChatSession) -> list[int]:
     """The sessions this one's messages mention (recall reads them as well as the lineage)."""
-    found: list[int] = []
-    for data in session.entries.filter(data__mentions__isnull=False).values_list("data", flat=True):
-        for mention in data.get("mentions") if isinstance(data.get("mentions"), list) else []:
-            number = mention.get("session") if isinstance(mention, dict) else None
-            if isinstance(number, int) and number not in found:
-                found.append(number)
-    return found
+    kept = session.entries.filter(data__mentions__isnull=False).values_list("data", flat=True)
+    return list(dict.fromkeys(number for data in kept for number, _ in mentions_in(data)))
 
 
 def menu(owner: User, session: ChatSession) -> list[ChatSession]:
