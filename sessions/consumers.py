@@ -258,8 +258,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if state["channel"]:
             self.awaiting_snapshot_since = time.monotonic()
             await generation.request_snapshot(state["channel"], self.channel_name)
-        if state["claimed"]:
-            generation.watch(self.session.pk, render)  # its holder may have died
+        if state["claimed"]:  # its holder may have died
+            generation.watch(self.session.pk, render, holder=state["claimed"])
 
 
 RELAYED = frozenset(
@@ -299,7 +299,7 @@ def _catch_up(session_id: int, after: int) -> dict[str, Any]:
         "skipped": len(newer) - len(shown),
         "status": partials.status(session, status.read(session)),
         "channel": session.generation_channel if session.is_generating else "",
-        "claimed": bool(session.generation_id),
+        "claimed": session.generation_id,
     }
 
 

@@ -96,9 +96,7 @@ def recall(session: ChatSession, query: str, only: int | None = None) -> list[Re
             .only("pk", "role", "kind", "created_at", "search_text", "session_id")[:room]
         )
         for entry in matches:
-            snippet = search.snippet(entry.search_text, words)
-            text = f"{'…' if snippet.cut_before else ''}{snippet.before}{snippet.match}"
-            text += f"{snippet.after}{'…' if snippet.cut_after else ''}"
+            text = search.snippet(entry.search_text, words).plain
             text = text[: max(0, budget)]
             budget -= len(text)
             at = entry.created_at.strftime("%Y-%m-%d %H:%M UTC")

@@ -45,6 +45,12 @@ class Snippet:
     cut_before: bool = False
     cut_after: bool = False
 
+    @property
+    def plain(self) -> str:
+        """The words as plain text, with … where the text goes on."""
+        more_before, more_after = "…" if self.cut_before else "", "…" if self.cut_after else ""
+        return f"{more_before}{self.before}{self.match}{self.after}{more_after}"
+
 
 @dataclass(frozen=True)
 class Hit:

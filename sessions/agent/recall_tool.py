@@ -16,12 +16,13 @@ def look_up(arguments: Any, session: ChatSession) -> ToolResult:
     for the page's links."""
     if not isinstance(arguments, dict) or not isinstance(arguments.get("query"), str):
         raise ToolInputError('recall takes {"query": string, "session": integer (optional)}.')
-    only = arguments.get("session")
-    if only is not None and whole_number(only) is None:
+    given = arguments.get("session")
+    only = whole_number(given) if given is not None else None
+    if given is not None and only is None:
         raise ToolInputError("`session` must be a session's id (a whole number).")
     query = arguments["query"]
     try:
-        found = recall.recall(session, query, whole_number(only) if only is not None else None)
+        found = recall.recall(session, query, only)
     except recall.RecallRefused as refusal:
         raise ToolInputError(str(refusal)) from refusal
     details = recall.as_details(query, found)

@@ -161,13 +161,14 @@ async def wait_idle(timeout: float = 30) -> None:
             await asyncio.gather(*running, return_exceptions=True)
 
 
-def watch(session_id: int, render: Render) -> None:
+def watch(session_id: int, render: Render, holder: str = "") -> None:
     """Watch the session's claim, held by another process, until it is released or its lease
     runs out (issue 18, item 5): a claim whose process died is then taken over here, so the
     reply it was streaming shows at once as interrupted and the prompts queued behind it are
     sent, whether or not the server's start ran `recover_generations`. One watch per session
-    per process; none for a claim this process holds."""
-    if session_id not in WATCHING:
+    per process; none for a claim this process holds (`holder`: the claim's generation, when the
+    caller read it)."""
+    if session_id not in WATCHING and holder not in RUNNING:
         task = asyncio.create_task(_watch(session_id, render))
         WATCHING[session_id] = task
         task.add_done_callback(lambda _: WATCHING.pop(session_id, None))

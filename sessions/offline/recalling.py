@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from ..content import block_texts
+from ..models import ChatSession
 from ..providers import ToolCall
 
 RECALL = "recall"
@@ -98,6 +99,6 @@ def quoted(result_text: str) -> str | None:
     reply = [INTRO]
     for match in found:
         session, entry, role, at, text = match.groups()
-        link = f"/sessions/{session}/?at={entry}#entry-{entry}"
+        link = ChatSession(pk=int(session)).url_at(int(entry))
         reply += ["", f"> {text}", f"— [session {session}, entry {entry}]({link}), {role}, {at}"]
     return "\n".join(reply)
