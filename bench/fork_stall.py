@@ -38,12 +38,7 @@ def big_session(owner: User, size: int) -> ChatSession:
         ).derive()
         for i in range(size)
     ]
-    created = Entry.objects.bulk_create(rows, batch_size=1000)
-    for before, entry in zip(created, created[1:], strict=False):
-        entry.parent_id = before.pk
-    Entry.objects.bulk_update(created[1:], ["parent"], batch_size=1000)
-    ChatSession.objects.filter(pk=session.pk).update(leaf_id=created[-1].pk)
-    return ChatSession.objects.get(pk=session.pk)
+    return harness.chained(session, rows)
 
 
 def main() -> None:

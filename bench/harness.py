@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from channels.testing import WebsocketCommunicator
     from django.contrib.auth.models import User
 
+    from sessions.models import ChatSession, Entry
     from tests.fake_anthropic import FakeAnthropic
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,6 +35,18 @@ def setup() -> None:
     import django
 
     django.setup()
+
+
+def chained(session: ChatSession, rows: list[Entry]) -> ChatSession:
+    """`rows` (entries of `session`, unsaved) written in bulk as one branch, the last its leaf."""
+    from sessions.models import ChatSession, Entry
+
+    made = Entry.objects.bulk_create(rows, batch_size=1000)
+    for before, entry in zip(made, made[1:], strict=False):
+        entry.parent_id = before.pk
+    Entry.objects.bulk_update(made[1:], ["parent"], batch_size=1000)
+    ChatSession.objects.filter(pk=session.pk).update(leaf_id=made[-1].pk)
+    return ChatSession.objects.get(pk=session.pk)
 
 
 def cookie_for(user: User) -> str:

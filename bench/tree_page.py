@@ -22,23 +22,16 @@ from sessions.models import ChatSession, Entry  # noqa: E402
 
 def linear_session(owner: User, size: int) -> ChatSession:
     session = ChatSession.objects.create(owner=owner, model="local")
-    made = Entry.objects.bulk_create(
-        [
-            Entry(
-                session=session,
-                role="user",
-                content=[{"type": "text", "text": f"step {i}"}],
-                search_text=f"step {i} of a long session with words",
-            )
-            for i in range(size)
-        ],
-        batch_size=2000,
-    )
-    for before, entry in zip(made, made[1:], strict=False):
-        entry.parent_id = before.pk
-    Entry.objects.bulk_update(made[1:], ["parent"], batch_size=2000)
-    ChatSession.objects.filter(pk=session.pk).update(leaf_id=made[-1].pk)
-    return session
+    rows = [
+        Entry(
+            session=session,
+            role="user",
+            content=[{"type": "text", "text": f"step {i}"}],
+            search_text=f"step {i} of a long session with words",
+        )
+        for i in range(size)
+    ]
+    return harness.chained(session, rows)
 
 
 def main() -> None:

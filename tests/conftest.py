@@ -15,7 +15,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from sessions import generation
-from sessions.models import ChatSession
+from sessions.models import ChatSession, Entry
 
 from .fake_anthropic import FakeAnthropic
 
@@ -95,6 +95,21 @@ def make_session(owner: User, *, model: str = FAKE_MODEL, exchanges: int = 0) ->
         session.append_message("user", [{"type": "text", "text": f"question {i}"}])
         session.append_message("assistant", [{"type": "text", "text": f"answer {i}"}])
     return session
+
+
+def linear_session(owner: User, texts: list[str], *, model: str = FAKE_MODEL) -> ChatSession:
+    """A session of one long branch of user messages, written in bulk (thousands of entries
+    in a moment), each derived as an appended entry is."""
+    session = ChatSession.objects.create(owner=owner, model=model)
+    made = Entry.objects.bulk_create(
+        [Entry(session=session, role="user", content=[{"type": "text", "text": text}]).derive() for text in texts],
+        batch_size=1000,
+    )  # fmt: skip
+    for before, entry in zip(made, made[1:], strict=False):
+        entry.parent_id = before.pk
+    Entry.objects.bulk_update(made[1:], ["parent"], batch_size=1000)
+    ChatSession.objects.filter(pk=session.pk).update(leaf_id=made[-1].pk)
+    return ChatSession.objects.get(pk=session.pk)
 
 
 class Tab:

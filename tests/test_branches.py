@@ -12,7 +12,7 @@ from sessions.generation import claims
 from sessions.models import BranchRefused, ChatSession, Entry
 from sessions.tree import Siblings
 
-from .conftest import db_async, make_session
+from .conftest import db_async, linear_session, make_session
 from .fake_anthropic import Reply
 
 db = pytest.mark.django_db
@@ -203,15 +203,7 @@ def test_the_tree_view_lists_branches_and_jumps_to_an_entry(signed_in, owner):
 
 
 def long_linear_session(owner, size: int) -> ChatSession:
-    session = make_session(owner)
-    made = Entry.objects.bulk_create(
-        [Entry(session=session, role="user", content=[{"type": "text", "text": f"step {i}"}], search_text=f"step {i}") for i in range(size)]
-    )  # fmt: skip
-    for before, entry in zip(made, made[1:], strict=False):
-        entry.parent_id = before.pk
-    Entry.objects.bulk_update(made[1:], ["parent"])
-    ChatSession.objects.filter(pk=session.pk).update(leaf_id=made[-1].pk)
-    return session
+    return linear_session(owner, [f"step {i}" for i in range(size)])
 
 
 @db

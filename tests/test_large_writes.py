@@ -16,29 +16,15 @@ from django.urls import reverse
 from sessions import care, generation, session_file
 from sessions.models import ChatSession, Entry
 
-from .conftest import db_async, make_session
+from .conftest import db_async, linear_session, make_session
 from .fake_anthropic import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def long_session(owner, size: int) -> ChatSession:
-    session = ChatSession.objects.create(owner=owner, model="claude-test")
     text = "Step {i}: edited `src/module_{i}.py`, and the tests passed. " * 3
-    made = Entry.objects.bulk_create(
-        [
-            Entry(
-                session=session, role="user", content=[{"type": "text", "text": text.format(i=i)}]
-            ).derive()
-            for i in range(size)
-        ],  # fmt: skip
-        batch_size=1000,
-    )
-    for before, entry in zip(made, made[1:], strict=False):
-        entry.parent_id = before.pk
-    Entry.objects.bulk_update(made[1:], ["parent"], batch_size=1000)
-    ChatSession.objects.filter(pk=session.pk).update(leaf_id=made[-1].pk)
-    return ChatSession.objects.get(pk=session.pk)
+    return linear_session(owner, [text.format(i=i) for i in range(size)])
 
 
 class InAThread:
