@@ -69,18 +69,10 @@ class LocalProvider(Provider):
                 "input length and max_tokens exceed context limit: "
                 f"{tokens} + {output} > {self.spec.window}",
             )
-        results = tool_results(messages[-1]) if messages else []
-        call = None
-        if results:  # the tool loop's next round: say what the tools did
-            reply = self.responder.after_tools(results)
-        else:
-            reply = await asyncio.to_thread(self.responder.reply, messages)
-            call = self.responder.tool_call(messages, tools)
-        if thinking_budget:
-            reply = f"{IGNORES_THINKING}\n\n{reply}"
-        whole = reply
-        reply = _at_most(reply, output)
-        for token in TOKEN.findall(reply):
+        whole, reply, pieces, call = await asyncio.to_thread(
+            self._write, messages, tools, output, thinking_budget
+        )
+        for token in pieces:
             if self.token_delay:
                 await asyncio.sleep(self.token_delay)
             else:
@@ -93,6 +85,28 @@ class LocalProvider(Provider):
         if call is not None:
             yield call
         yield StreamEnd(usage, "tool_use" if call else "end_turn")
+
+    def _write(
+        self,
+        messages: list[dict[str, Any]],
+        tools: Sequence[dict[str, Any]],
+        output: int,
+        thinking_budget: int,
+    ) -> tuple[str, str, list[str], ToolCall | None]:
+        """The whole reply, the reply cut at `output` tokens, its pieces to stream, and the tool
+        it calls: read from the history, so in a thread (the reply to a long one, and the look
+        a call takes at it, would hold the event loop)."""
+        results = tool_results(messages[-1]) if messages else []
+        call = None
+        if results:  # the tool loop's next round: say what the tools did
+            reply = self.responder.after_tools(results)
+        else:
+            reply = self.responder.reply(messages)
+            call = self.responder.tool_call(messages, tools)
+        if thinking_budget:
+            reply = f"{IGNORES_THINKING}\n\n{reply}"
+        cut = _at_most(reply, output)
+        return reply, cut, TOKEN.findall(cut), call
 
 
 def tool_results(message: dict[str, Any]) -> list[dict[str, Any]]:
