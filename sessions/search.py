@@ -1,21 +1,23 @@
 """Search over the words of entries, not their JSON: SQLite FTS5 or PostgreSQL full text,
 behind one function.
 
-SQLite's index is an FTS5 table with the trigram tokenizer, kept in step with
-`chat_entry.search_text` by triggers (migration 0006): it finds any substring of three
-characters or more in any script (accents, Chinese, emoji), case-insensitively; shorter
-queries fall back to a scan. PostgreSQL matches words with `simple` full text and substrings
-(a word inside Chinese text) with ILIKE.
+SQLite has two FTS5 tables kept in step with `chat_entry.search_text` by triggers: a trigram
+index (migration 0006) finds any substring of three characters or more in any script (Chinese,
+emoji) as it is written, case-insensitively; a `unicode61 remove_diacritics 2` index (0017)
+finds words and the starts of words whatever their accents ("resume" finds "résumé"). Shorter
+queries also scan. PostgreSQL matches words with `simple` full text over the `unaccent`ed text
+and substrings (a word inside Chinese text) with ILIKE over it, so accents never matter.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from django.contrib.auth.models import User
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import F, Func, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 from .models import ChatSession, Entry
@@ -32,6 +34,32 @@ def query_of(typed: str) -> str:
     """What is searched for when a person types `typed`: it, without the characters no database
     can match, at most QUERY_CHARS long."""
     return UNSEARCHABLE.sub("", typed).strip()[:QUERY_CHARS]
+
+
+def folded(text: str) -> str:
+    """The text as search compares it: without accents, in case-folded form."""
+    return "".join(_fold(char) for char in text)
+
+
+def _fold(char: str) -> str:
+    bare = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
+    return bare.casefold()
+
+
+def find_folded(text: str, query: str) -> tuple[int, int]:
+    """Where `query` first occurs in `text` ignoring case and accents: (start, end) in `text`,
+    or (-1, -1)."""
+    plain, starts = [], []
+    for at, char in enumerate(text):
+        for part in _fold(char):
+            plain.append(part)
+            starts.append(at)
+    wanted = folded(query)
+    found = "".join(plain).find(wanted) if wanted else -1
+    if found < 0:
+        return -1, -1
+    last = starts[found + len(wanted) - 1]
+    return starts[found], last + 1
 
 
 @dataclass(frozen=True)
@@ -68,20 +96,35 @@ def matching_entries(owner: User, query: str) -> QuerySet[Entry]:
     mine = Entry.objects.filter(
         session__owner=owner, session__deleted_at__isnull=True, session__building=False
     )
-    if connection.vendor == "sqlite" and len(query) >= 3:
-        phrase = '"' + query.replace('"', '""') + '"'
-        matches = RawSQL("SELECT rowid FROM chat_entry_fts WHERE chat_entry_fts MATCH %s", [phrase])
-        return mine.filter(pk__in=matches).order_by("-pk")
     if connection.vendor == "postgresql":
         from django.contrib.postgres.search import SearchQuery, SearchVector
 
-        words = SearchQuery(query, config="simple", search_type="websearch")
+        unaccented = Func(F("search_text"), function="agentweb_unaccent")
+        words = SearchQuery(folded(query), config="simple", search_type="websearch")
         return (
-            mine.annotate(words=SearchVector("search_text", config="simple"))
-            .filter(Q(words=words) | Q(search_text__icontains=query))
+            mine.annotate(words=SearchVector(unaccented, config="simple"), bare=unaccented)
+            .filter(Q(words=words) | Q(bare__icontains=folded(query)))
             .order_by("-pk")
         )
-    return mine.filter(search_text__icontains=query).order_by("-pk")
+    if connection.vendor != "sqlite":
+        return mine.filter(search_text__icontains=query).order_by("-pk")
+    phrase = '"' + query.replace('"', '""') + '"'
+    found = Q(pk__in=RawSQL(_WORDS, [phrase + "*"])) if _has_words(query) else Q(pk__in=[])
+    if len(query) >= 3:
+        found |= Q(pk__in=RawSQL(_TRIGRAMS, [phrase]))
+    else:
+        found |= Q(search_text__icontains=query)
+    return mine.filter(found).order_by("-pk")
+
+
+_TRIGRAMS = "SELECT rowid FROM chat_entry_fts WHERE chat_entry_fts MATCH %s"
+_WORDS = "SELECT rowid FROM chat_entry_words WHERE chat_entry_words MATCH %s"
+
+
+def _has_words(query: str) -> bool:
+    """Whether the words index has anything to match in `query`: a letter or a digit (FTS5's
+    unicode61 tokenizer makes no token of the rest, and a phrase of none is an error)."""
+    return any(char.isalnum() for char in query)
 
 
 def find(owner: User, query: str, limit: int = RESULTS) -> list[Hit]:
@@ -97,17 +140,12 @@ def find(owner: User, query: str, limit: int = RESULTS) -> list[Hit]:
 def snippet(text: str, query: str) -> Snippet:
     """The text around the first place it mentions `query` (any case)."""
     flat = " ".join(text.split())
-    at = flat.lower().find(query.lower())
-    if at < 0:  # matched as words apart: show the first of them
-        first = query.split()[0] if query.split() else query
-        at = flat.lower().find(first.lower())
-        query = first if at >= 0 else ""
-    at = max(at, 0)
-    start, end = max(0, at - SNIPPET_CONTEXT), at + len(query) + SNIPPET_CONTEXT
+    at, upto = find_folded(flat, query)
+    if at < 0 and query.split():  # matched as words apart: show the first of them
+        at, upto = find_folded(flat, query.split()[0])
+    if at < 0:
+        at = upto = 0
+    start, end = max(0, at - SNIPPET_CONTEXT), upto + SNIPPET_CONTEXT
     return Snippet(
-        flat[start:at],
-        flat[at : at + len(query)],
-        flat[at + len(query) : end],
-        cut_before=start > 0,
-        cut_after=end < len(flat),
+        flat[start:at], flat[at:upto], flat[upto:end], cut_before=start > 0, cut_after=end < len(flat)
     )

@@ -122,3 +122,32 @@ def test_a_query_of_nul_alone_is_no_query(client, owner):
     client.force_login(owner)
     page = client.get("/?q=%00")
     assert page.status_code == 200 and "Messages that mention" not in page.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("written", "query", "shown"),
+    [
+        ("Sent my résumé to the team", "resume", "résumé"),
+        ("Order a Café au lait", "cafe", "Café"),
+        ("Order a cafe au lait", "CAFÉ", "cafe"),
+        ("Measured in Ångström units", "angstrom", "Ångström"),
+        ("Naïve Bayes, again", "naive bay", "Naïve Bay"),
+        ("Sent my résumé to the team", "resu", "résu"),
+    ],
+)
+def test_search_ignores_accents_and_case(owner, written, query, shown):
+    session = make_session(owner)
+    say(session, "something else entirely")
+    entry_id = say(session, written, role="assistant")
+    hits = search.find(owner, query)
+    assert [hit.entry_id for hit in hits] == [entry_id]
+    assert f"<mark>{shown}</mark>" in marked(hits[0].snippet)
+
+
+def test_the_session_list_finds_a_session_by_words_without_their_accents(client, owner):
+    session = make_session(owner)
+    say(session, "The café opens at nine")
+    client.force_login(owner)
+    page = client.get("/?q=cafe").content.decode()
+    assert f'href="/sessions/{session.pk}/' in page
+    assert "<mark>café</mark>" in page
