@@ -18,6 +18,16 @@ TITLE_LENGTH = 80
 # What a first line may start with that is markdown, not words: heading marks, a quote, a list
 # item's bullet or number, a checkbox.
 MARKDOWN_LEAD = re.compile(r"^\s*(?:#{1,6}\s+|>\s*|[-*+]\s+(?:\[[ xX~/-]\]\s+)?|\d+[.)]\s+)+")
+# Inline markdown in a line, each with the words it keeps: an image or link's text, emphasis,
+# strike-through and code spans (`a_b` and `2*3*4` are words, not emphasis).
+MARKDOWN_INLINE = [
+    (re.compile(r"!?\[([^\]]*)\]\([^)]*\)"), r"\1"),
+    (re.compile(r"(`+)(.+?)\1"), r"\2"),
+    (re.compile(r"(\*\*|__|~~)(?=\S)(.+?)(?<=\S)\1"), r"\2"),
+    (re.compile(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])"), r"\1"),
+    (re.compile(r"(?<![\w_])_(?=\S)(.+?)(?<=\S)_(?![\w_])"), r"\1"),
+]
+FORK_MARK = "Fork of "
 
 
 class Kind(models.TextChoices):
@@ -123,11 +133,36 @@ def title_from(text: str) -> str:
     """A session's title from its first message: the first line that has words, without its
     markdown marks, cut at a word boundary (with an ellipsis) when longer than TITLE_LENGTH."""
     first_line = next((line for line in text.splitlines() if line.strip()), "")
-    first_line = MARKDOWN_LEAD.sub("", first_line) or first_line  # "## Plan", "- [ ] Read…"
-    title = " ".join(first_line.split())
-    if len(title) <= TITLE_LENGTH:
-        return title
-    cut = title[: TITLE_LENGTH - 1]
-    if title[TITLE_LENGTH - 1] != " " and " " in cut:
-        cut = cut.rsplit(" ", 1)[0]  # never half a word, unless the first word is that long
+    return cut_at_word(plain_line(first_line), TITLE_LENGTH)
+
+
+def plain_line(line: str) -> str:
+    """One line of markdown as the words it shows: no heading, quote or list marks before it
+    ("## Plan", "- [ ] Read…"), no emphasis, code or link marks in it, one space apart."""
+    line = MARKDOWN_LEAD.sub("", line) or line
+    for mark, words in MARKDOWN_INLINE:
+        line = mark.sub(words, line)
+    return " ".join(line.split())
+
+
+def plain_words(text: str) -> str:
+    """Lines of markdown as the words they show, on one line."""
+    return " ".join(filter(None, (plain_line(line) for line in text.splitlines())))
+
+
+def cut_at_word(text: str, length: int) -> str:
+    """`text`, or when longer than `length` its start cut at a word (never half a word unless
+    the first is that long) and ended with an ellipsis."""
+    if len(text) <= length:
+        return text
+    cut = text[: length - 1]
+    if text[length - 1] != " " and " " in cut:
+        cut = cut.rsplit(" ", 1)[0]
     return cut.rstrip(" ,;:.-") + "…"
+
+
+def fork_title(title: str) -> str:
+    """The title of a fork of a session titled `title`: it says it is one, once."""
+    if not title or title.startswith(FORK_MARK):
+        return title or "Fork"
+    return cut_at_word(FORK_MARK + title, 200)

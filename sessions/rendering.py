@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from functools import lru_cache
 
 import nh3
@@ -38,16 +40,18 @@ def _highlight(code: str, lang: str, _attrs: str) -> str:
     return f'<pre><code class="highlight">{highlight(code, lexer, _formatter)}</code></pre>'
 
 
-@lru_cache(maxsize=1)
-def _markdown() -> MarkdownIt:
+@lru_cache(maxsize=2)
+def _markdown(breaks: bool = False) -> MarkdownIt:
     return MarkdownIt(
-        "commonmark", {"html": False, "linkify": False, "highlight": _highlight}
+        "commonmark",
+        {"html": False, "linkify": False, "highlight": _highlight, "breaks": breaks},
     ).enable(["table", "strikethrough"])
 
 
-def render_markdown(text: str) -> str:
-    """Render untrusted markdown: raw HTML is escaped by the parser, the output is sanitised."""
-    html = _markdown().render(text)
+def render_markdown(text: str, *, breaks: bool = False) -> str:
+    """Render untrusted markdown: raw HTML is escaped by the parser, the output is sanitised.
+    With `breaks`, each new line is a line break (a person's own message, typed as lines)."""
+    html = _markdown(breaks).render(text)
     return nh3.clean(
         html,
         tags=ALLOWED_TAGS,
@@ -70,3 +74,30 @@ def pygments_css() -> str:
 def _dark_rules(prefix: str) -> str:
     rules = HtmlFormatter(style="github-dark").get_style_defs(prefix)
     return "\n".join(line for line in rules.splitlines() if line.startswith(prefix))
+
+
+# A tag of sanitised HTML (quoted attribute values may hold ">"), or the text between tags.
+_TAG = re.compile(r"""<[^"'>]*(?:"[^"]*"[^"'>]*|'[^']*'[^"'>]*)*>""")
+_KEEP_AS_IS = ("a", "code", "pre")  # text inside these is never turned into links
+
+
+def replace_in_text(
+    html: str, pattern: re.Pattern[str], make: Callable[[re.Match[str]], str]
+) -> str:
+    """The sanitised `html` with each match of `pattern` in its text (outside tags, links and
+    code) replaced by `make(match)`, which is HTML."""
+    out: list[str] = []
+    inside = 0
+    at = 0
+    for tag in _TAG.finditer(html):
+        text = html[at : tag.start()]
+        out.append(text if inside else pattern.sub(make, text))
+        name = re.match(r"</?([a-zA-Z0-9]+)", tag.group())
+        if name and name.group(1).lower() in _KEEP_AS_IS:
+            inside += -1 if tag.group().startswith("</") else 1
+            inside = max(inside, 0)
+        out.append(tag.group())
+        at = tag.end()
+    tail = html[at:]
+    out.append(tail if inside else pattern.sub(make, tail))
+    return "".join(out)

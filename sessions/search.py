@@ -147,5 +147,9 @@ def snippet(text: str, query: str) -> Snippet:
         at = upto = 0
     start, end = max(0, at - SNIPPET_CONTEXT), upto + SNIPPET_CONTEXT
     return Snippet(
-        flat[start:at], flat[at:upto], flat[upto:end], cut_before=start > 0, cut_after=end < len(flat)
+        flat[start:at],
+        flat[at:upto],
+        flat[upto:end],
+        cut_before=start > 0,
+        cut_after=end < len(flat),
     )

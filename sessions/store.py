@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from django.contrib.auth.models import User
 from django.db.models.functions import Substr
 
+from .content import cut_at_word, plain_words
 from .context import LLMMessage, build_context
 from .models import ChatSession, Entry
 from .tree import Siblings, children, path_to, siblings_among
@@ -92,20 +93,33 @@ class TreeRow:
 MAX_INDENT = 20  # the deepest indent the tree page draws (app.css has a rule for each)
 
 
-TREE_TEXT = 100  # characters of each entry the tree view shows
+TREE_TEXT = 100  # characters of each entry the tree view shows (cut at a word)
 
 
 def tree(session: ChatSession) -> list[TreeRow]:
     """The whole session tree, depth first, oldest branch first; a new depth only where the
     tree forks, so a long linear session stays flat (one query, no content loaded)."""
     rows = Entry.objects.filter(session_id=session.pk).values_list(
-        "id", "parent_id", "kind", "role", "custom_type", Substr("search_text", 1, TREE_TEXT)
+        "id",
+        "parent_id",
+        "kind",
+        "role",
+        "custom_type",
+        Substr("search_text", 1, TREE_TEXT + 40),
+        "data__purpose",
+        "data__fields__thinkingLevel",
+        "data__fields__modelId",
     )
     parents: dict[int, int | None] = {}
     about: dict[int, tuple[str, str]] = {}
-    for entry_id, parent_id, kind, role, custom_type, text in rows:
+    for entry_id, parent_id, kind, role, custom, text, purpose, level, model in rows:
         parents[entry_id] = parent_id
-        about[entry_id] = (_tree_label(kind, role, custom_type), " ".join(text.split()))
+        shown, wrapper_end, _ = text.partition("</handoff-context>")  # not its closing line
+        words = plain_words(shown.replace("<handoff-context>", ""))
+        if len(text) == TREE_TEXT + 40 and not wrapper_end and " " in words:  # a cut word
+            words = words.rsplit(" ", 1)[0] + "…"
+        words = cut_at_word(words, TREE_TEXT)
+        about[entry_id] = (tree_label(kind, role, custom, purpose, level or model), words)
     children_of = children(parents)
     leaf = leaf_of(session)
     branch = set(path_to(leaf, parents))
@@ -125,14 +139,43 @@ def tree(session: ChatSession) -> list[TreeRow]:
     return lines
 
 
-def _tree_label(kind: str, role: str, custom_type: str) -> str:
+MESSAGE_LABELS = {
+    ("user", ""): "You",
+    ("user", "handoff"): "Handoff request (agentweb)",
+    ("assistant", ""): "Assistant",
+    ("assistant", "handoff"): "Handoff document (draft)",
+    ("assistant", "handoff_notes"): "Handoff notes",
+    ("toolResult", ""): "Tool result",
+}
+CUSTOM_LABELS = {
+    "handoff": "Handoff document",
+    "handoff_notes": "Handoff notes",
+    "todos": "Todo list",
+    "todo_note": "Note",
+    "todo_reminder": "Reminder",
+    "tool_limit": "Tool limit",
+    "interrupted": "Interrupted",
+    "handoff_failed": "Handoff failed",
+}
+KIND_LABELS = {
+    "model_change": "Model",
+    "thinking_level_change": "Thinking level",
+    "compaction": "Compaction summary",
+    "branch_summary": "Branch summary",
+    "label": "Label",
+}
+
+
+def tree_label(kind: str, role: str, custom: str, purpose: object, setting: object) -> str:
+    """What the tree calls an entry, in words a person uses: who speaks, or what it is ("Note",
+    "Tool result", "Thinking level: high", "Handoff document")."""
     if kind == Entry.Kind.MESSAGE:
-        return {"user": "You", "assistant": "Assistant", "toolResult": "Tool result"}.get(
-            role, role
-        )
-    if kind == Entry.Kind.CUSTOM_MESSAGE and custom_type == "handoff":
-        return "Handoff document"
-    return kind.replace("_", " ").capitalize()
+        why = purpose if isinstance(purpose, str) else ""
+        return MESSAGE_LABELS.get((role, why)) or MESSAGE_LABELS.get((role, ""), "Message")
+    if kind in (Entry.Kind.CUSTOM, Entry.Kind.CUSTOM_MESSAGE):
+        return CUSTOM_LABELS.get(custom, "Note")
+    label = KIND_LABELS.get(kind, "Entry")
+    return f"{label}: {setting}" if isinstance(setting, str) and setting else label
 
 
 def session_context(session: ChatSession, upto: int | None = None) -> list[LLMMessage]:

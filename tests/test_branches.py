@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.urls import reverse
@@ -382,3 +383,42 @@ def test_an_edit_frame_without_an_entry_is_refused():
         parse_frame(json.dumps({"action": "edit", "message": "x"}))
     with pytest.raises(FrameError, match="Type a message first"):
         parse_frame(json.dumps({"action": "edit", "entry": 3, "message": "  "}))
+
+
+def tree_rows(page: str) -> list[str]:
+    """Each row of the tree page as it reads: its label, then its words."""
+    rows = re.findall(r'class="tree-label">([^<]*)</span> ([^<]*)</button>', page)
+    return [f"{label}: {text}" for label, text in rows]
+
+
+@db
+def test_the_tree_names_entries_in_words_and_cuts_their_text_at_a_word(signed_in, owner):
+    from .test_browse import hand_off
+
+    session = make_session(owner)
+    say(session, "user", "Plan the **migration** " + "of the billing service " * 8)
+    session.append(
+        kind=Entry.Kind.THINKING_LEVEL_CHANGE, data={"fields": {"thinkingLevel": "high"}}
+    )
+    session.append_message("toolResult", [{"type": "text", "text": "3 files changed"}])
+    session.append_custom_message("todo_note", "The user edited the todo list.", display=False)
+    new = hand_off(session, "## Goal\nShip the billing migration")
+    old_page = signed_in.get(reverse("chat:tree", args=[session.pk])).content.decode()
+    new_page = signed_in.get(reverse("chat:tree", args=[new.pk])).content.decode()
+    rows = tree_rows(old_page)
+    assert rows[0] == (
+        "You: Plan the migration of the billing service of the billing service of the billing"
+        " service of the…"
+    )
+    assert rows[1:4] == [
+        "Thinking level: high: ",
+        "Tool result: 3 files changed",
+        "Note: The user edited the todo list.",
+    ]
+    assert rows[4].startswith("Handoff request (agentweb): ")
+    assert rows[4].endswith(" the document you…")
+    assert rows[5] == "Handoff document (draft): Goal Ship the billing migration"
+    assert tree_rows(new_page)[0] == "Handoff document: Goal Ship the billing migration"
+    for page in (old_page, new_page):
+        assert "handoff-context" not in page
+        assert not re.search(r"CUSTOM|TOOL RESULT|THINKING LEVEL CHANGE", page)

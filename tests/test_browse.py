@@ -58,7 +58,7 @@ def test_a_chain_of_handoffs_is_one_group_from_root_to_newest(signed_in, owner):
     alone = make_session(owner, exchanges=1)
     chain = chain_of_four(owner)
     html = signed_in.get("/").content.decode()
-    assert "This work, across 4 sessions" in html
+    assert "· across 4 sessions" in html
     ids = rows(html)
     # The chain was active last, so it comes first, root to newest; then the lone session.
     assert ids == [str(s.pk) for s in chain] + [str(alone.pk)]

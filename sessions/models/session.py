@@ -17,7 +17,7 @@ from django.db import models, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from ..content import text_of, title_from
+from ..content import fork_title, text_of, title_from
 from ..context import context_tokens
 from ..thinking import level_on
 from ..tree import children, path_to, tip
@@ -288,7 +288,7 @@ class ChatSession(models.Model):
         new = ChatSession.objects.create(
             owner_id=self.owner_id,
             model=self.model,
-            title=self.title,
+            title=fork_title(self.title),
             forked_from_id=entry_id,
             imported_model=self.imported_model,
             cwd=self.cwd,
@@ -321,6 +321,7 @@ class ChatSession(models.Model):
                 owner_id=self.owner_id,
                 model=self.model,
                 title=self.title,
+                thinking_level=self.thinking_level,
                 parent_session=self,
                 handed_off_from=from_entry,
                 chain_root_id=self.chain_id,

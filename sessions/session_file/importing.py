@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from .. import context, store, thinking
-from ..content import text_of, title_from
+from ..content import plain_line, text_of, title_from
 from ..models import ChatSession, Entry, FileLine, building
 from ..providers import catalog
 from .reading import InvalidSessionFile, has_ids, parents_of, parse
@@ -40,7 +40,7 @@ def import_jsonl(owner: User, lines: list[str]) -> ChatSession:
     session = ChatSession.objects.create(
         owner=owner,
         model=catalog.default_model(),
-        title=str(header.get("title") or "")[:200],
+        title=plain_line(str(header.get("title") or ""))[:200],
         created_at=_timestamp(header),
         building=True,
     )

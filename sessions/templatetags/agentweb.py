@@ -18,7 +18,7 @@ from ..context import mentioned
 from ..coverage import Coverage, Item
 from ..models import Entry
 from ..providers import label_for
-from ..rendering import render_markdown
+from ..rendering import render_markdown, replace_in_text
 from ..search import Snippet
 from ..tokens import Usage
 
@@ -38,13 +38,14 @@ def shown_blocks(entry: Entry) -> list[dict[str, Any]]:
 
 @register.filter
 def with_mentions(text: str, entry: Entry) -> SafeString:
-    """A user message's text, each session it mentions (`@#42`) a link named by its title."""
-    html = str(escape(text))
+    """A person's own message as safe markdown (each line kept), each session it mentions
+    (`@#42`) a link named by its title."""
+    html = render_markdown(text, breaks=True)
     for session_id, title in mentioned(entry):
         url = reverse("chat:session", args=[session_id])
         link = str(format_html('<a class="mention" href="{}">@{}</a>', url, title))
-        html = re.compile(rf"(?<![\w@#])@#{session_id}\b").sub(_as(link), html)
-    return mark_safe(html)  # noqa: S308 - the text is escaped, the links made by format_html
+        html = replace_in_text(html, re.compile(rf"(?<![\w@#])@#{session_id}\b"), _as(link))
+    return mark_safe(html)  # noqa: S308 - sanitised by nh3, the links made by format_html
 
 
 def _as(replacement: str) -> Callable[[re.Match[str]], str]:
