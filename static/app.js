@@ -11,10 +11,13 @@
   document.addEventListener("keydown", (event) => {
     const box = composer();
     if (event.key === "Escape") {
-      if (document.querySelector("dialog[open]")) return;  // Escape closes the dialog only
+      // Escape closes what is open first (a dialog, the / or @ menu, the drawers), and
+      // cancels a generation only when nothing is.
+      if (document.querySelector("dialog[open]")) return;  // the dialog closes itself
+      if (openMenu()) { event.preventDefault(); hideMenu(); return; }
+      if (closeDrawers()) { event.preventDefault(); return; }
       const cancel = $("#cancel");
-      if (cancel) { event.preventDefault(); cancel.click(); return; }
-      hideMenu();
+      if (cancel) { event.preventDefault(); cancel.click(); }
       return;
     }
     if (!box || event.target !== box) return;
@@ -39,7 +42,11 @@
   // The form does not reset itself after a WebSocket send; the message box keeps the focus.
   document.addEventListener("htmx:wsAfterSend", (event) => {
     const form = event.target.closest && event.target.closest("#composer");
-    if (form) { form.reset(); hideMenu(); composer().focus(); }
+    if (form) {
+      form.reset(); hideMenu(); composer().focus();
+      const notices = $("#notices");  // a new message: what the last notice said is over
+      if (notices) notices.replaceChildren();
+    }
   });
   // After Cancel (button or Escape), typing goes on in the message box.
   document.addEventListener("click", (event) => {

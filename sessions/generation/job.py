@@ -44,6 +44,7 @@ FAILED = (
     "agentweb failed while answering (the server's log has the error): your message is kept in "
     "the session; send it again to retry."
 )
+ENDED = Notice("", "info")  # an empty notice: the one the tabs show has ended
 RUNNING: dict[str, asyncio.Task[None]] = {}  # strong references: running jobs of this process
 
 
@@ -83,6 +84,8 @@ class Job:
         try:
             # A turn taken with the claim stored its prompt already: the context is as before it.
             await self.agent.load(before=self.turn.user if self.turn else None)
+            if handoff_focus is not None:
+                await self.relay.notify(ENDED)
             if handoff_focus is not None and await self.run_handoff(handoff_focus) == "review":
                 return  # prompts queued meanwhile wait for the reviewed switch (or its discard)
             await self.take_turns()
@@ -114,6 +117,7 @@ class Job:
                 return
             declined = False
             self.status_ahead = turn.status
+            await self.relay.notify(ENDED)  # what a notice announced ("Queued", "Cancelled") is over
             if turn.regenerate:
                 await self.agent.regenerate()
                 continue

@@ -142,6 +142,9 @@ def status_context(session: ChatSession, line: StatusLine) -> dict[str, Any]:
 
 
 def notice(text: str, level: str = "info") -> str:
+    """The notice line under the transcript saying `text`; empty, it ends the one shown."""
+    if not text:
+        return NOTICES_ENDED
     role = "alert" if level == "error" else "status"
     return format_html(
         '<div id="notices" class="notices" role="status" aria-live="polite" hx-swap-oob="true">'
@@ -150,6 +153,11 @@ def notice(text: str, level: str = "info") -> str:
         role,
         text,
     )
+
+
+NOTICES_ENDED = (
+    '<div id="notices" class="notices" role="status" aria-live="polite" hx-swap-oob="true"></div>'
+)
 
 
 def redirect(url: str) -> str:
