@@ -5,15 +5,23 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test lint bench fuzz load
+.PHONY: install dev run test lint bench fuzz load
 
+# `make run` installs what serving needs; `make test` (and the benches) add the development
+# tools: pytest, Playwright, ruff, mypy, hypothesis.
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(BIN)/.dev-installed: $(BIN)/.installed
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
 install: $(BIN)/.installed
+
+dev: $(BIN)/.dev-installed
 
 run: install
 	$(BIN)/python manage.py migrate --noinput
@@ -24,12 +32,12 @@ run: install
 test: lint
 	$(BIN)/python -m pytest
 
-lint: install
+lint: dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy sessions agentweb
 
-bench: install  # every figure of docs/PERFORMANCE.md, each beside its target (about 3 minutes)
+bench: dev  # every figure of docs/PERFORMANCE.md, each beside its target (about 3 minutes)
 	$(BIN)/python bench/stream_overhead.py --tokens 1000 --runs 7
 	$(BIN)/python bench/relay_browser.py --tokens 20000 --runs 3
 	$(BIN)/python bench/cancel_latency.py --runs 20
@@ -46,8 +54,8 @@ bench: install  # every figure of docs/PERFORMANCE.md, each beside its target (a
 	$(BIN)/python bench/socket_memory.py --sockets 200 --layer memory
 	$(BIN)/python bench/socket_memory.py --sockets 200 --layer redis
 
-fuzz: install  # the fuzz tests with 5,000 examples each (CI runs 150)
+fuzz: dev  # the fuzz tests with 5,000 examples each (CI runs 150)
 	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest tests/test_fuzz.py -q
 
-load: install  # N sessions streaming at once through one daphne process (CI runs N=10)
+load: dev  # N sessions streaming at once through one daphne process (CI runs N=10)
 	$(BIN)/python bench/load.py --sessions 10,50,100,200 --tokens 200 --rate 40

@@ -154,7 +154,10 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if isinstance(parsed, commands.UnknownCommand):
             await self.refuse(parsed.message, text)
         elif isinstance(parsed, commands.CommandCall) and parsed.name == "help":
-            await self.send(text_data=partials.notice(commands.help_text()))
+            prompts = await database_sync_to_async(PromptTemplate.of)(self.session.owner_id)
+            await self.send(
+                text_data=partials.help_notice(list(commands.REGISTRY.values()), prompts)
+            )
         elif isinstance(parsed, commands.CommandCall) and parsed.name in session_commands.NAMES:
             await self.run_command(parsed, text)
         elif isinstance(parsed, commands.CommandCall) and parsed.name == "handoff":

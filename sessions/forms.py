@@ -10,8 +10,8 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
-from . import todos
-from .models import Preferences
+from . import commands, todos
+from .models import Preferences, PromptTemplate
 from .numbers import WholeNumberField, whole_number
 from .providers import catalog
 
@@ -114,14 +114,52 @@ UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 class PreferencesForm(forms.ModelForm):
     class Meta:
         model = Preferences
-        fields = ["generate_titles", "review_handoff", "auto_handoff_at", "amend_handoff"]
+        fields = [
+            "generate_titles",
+            "review_handoff",
+            "auto_handoff_at",
+            "amend_handoff",
+            "handoff_instructions",
+        ]
+        widgets = {"handoff_instructions": forms.Textarea(attrs={"rows": 4})}
         labels = {
+            "handoff_instructions": "My handoff instructions",
             "generate_titles": "Give new sessions a short title written by Claude",
             "review_handoff": "Review the handoff document before switching sessions",
             "auto_handoff_at": "Hand off automatically at this share of the context window (%)",
             "amend_handoff": "Ask Claude to work items the document dropped into it "
             "(instead of appending them)",
         }
+
+
+class PromptForm(forms.ModelForm):
+    """One of a user's own prompts: `/name` in the message box expands to its text."""
+
+    class Meta:
+        model = PromptTemplate
+        fields = ["name", "description", "body"]
+        labels = {"name": "Name", "description": "Description", "body": "Prompt"}
+        widgets = {"body": forms.Textarea(attrs={"rows": 8})}
+
+    def __init__(self, *args: Any, owner_id: int, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.owner_id = owner_id
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip().removeprefix("/").lower()
+        if not PROMPT_NAME.fullmatch(name):
+            raise forms.ValidationError(
+                "A name starts with a letter and has letters, digits, - and _ only."
+            )
+        if name in commands.REGISTRY:
+            raise forms.ValidationError(f"/{name} is one of agentweb's own commands.")
+        mine = PromptTemplate.objects.filter(owner_id=self.owner_id, name=name)
+        if mine.exclude(pk=self.instance.pk).exists():
+            raise forms.ValidationError(f"You have a prompt called /{name} already.")
+        return name
+
+
+PROMPT_NAME = re.compile(r"[a-z][a-z0-9_-]{0,49}")
 
 
 class ModelForm(forms.Form):

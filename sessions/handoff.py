@@ -163,12 +163,20 @@ class NothingToHandOff(Exception):
         super().__init__(NOTHING_TO_HAND_OFF)
 
 
-def build_prompt(focus: str = "", todo_list: str = "") -> str:
-    """The fixed handoff prompt (H4), with `Additional focus: …` when focus is given, and the
-    session's todo list (`todos.for_handoff`) when it has one."""
-    focus = focus.strip()
+def build_prompt(focus: str = "", todo_list: str = "", instructions: str = "") -> str:
+    """The fixed handoff prompt (H4), with `Additional focus: …` when focus is given, the
+    session's todo list (`todos.for_handoff`) when it has one, and the user's own standing
+    instructions (a preference) last: added to the six sections, never instead of them."""
+    focus, instructions = focus.strip(), instructions.strip()
     prompt = f"{PROMPT}\n\nAdditional focus: {focus}" if focus else PROMPT
-    return f"{prompt}\n\n{todo_list}" if todo_list else prompt
+    prompt = f"{prompt}\n\n{todo_list}" if todo_list else prompt
+    return f"{prompt}\n\n{OWN_INSTRUCTIONS}\n{instructions}" if instructions else prompt
+
+
+OWN_INSTRUCTIONS = (
+    "The user's standing instructions for handoff documents (follow them within the six "
+    "sections above):"
+)
 
 
 def check_guard(message_count: int) -> None:

@@ -71,7 +71,10 @@ def of_sessions(session_ids: Iterable[int]) -> dict[int, Usage]:
 
 
 def dollars(cost: Decimal | None) -> str:
-    """$0.0123 below a dollar, $12.34 above; empty without a price."""
-    if cost is None:
+    """$0.0123 below a dollar, $12.34 above, <$0.0001 for a trace; empty without a price or for
+    a free model (the offline one), where "$0.0000" would say nothing."""
+    if not cost:
         return ""
+    if cost < Decimal("0.0001"):
+        return "<$0.0001"
     return f"${cost:.4f}" if cost < 1 else f"${cost:,.2f}"

@@ -269,7 +269,7 @@
   });
 
   // Relative times ("3 minutes ago") kept up to date.
-  const relative = new Intl.RelativeTimeFormat("en", { numeric: "auto" });
+  const relative = new Intl.RelativeTimeFormat("en", { numeric: "always" });  // "1 year ago", as the server writes it
   const UNITS = [["year", 31536000], ["month", 2592000], ["day", 86400], ["hour", 3600], ["minute", 60]];
   function ago(seconds) {
     if (seconds < 45) return "now";

@@ -206,4 +206,4 @@ async def test_a_message_the_server_fails_to_take_is_said_and_given_back(owner, 
     assert "it is back in the box; send it again to retry." in said
     assert "Keep this text" in said  # the composer gets it back
     await tab.send(message="/help")  # the socket is still open
-    await tab.until("/help: List the slash commands")
+    await tab.until("<dd>List the slash commands</dd>")

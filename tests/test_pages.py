@@ -221,3 +221,26 @@ def test_the_session_page_costs_the_same_queries_for_ten_or_ten_thousand_entries
             assert client.get(session.get_absolute_url()).status_code == 200
         counts.append(len(queries))
     assert counts[0] == counts[1]
+
+
+@pytest.mark.django_db
+def test_the_list_says_relative_times_as_the_page_keeps_them(client, owner):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    old = make_session(owner, exchanges=1)
+    recent = make_session(owner, exchanges=1)
+    ChatSession.objects.filter(pk=old.pk).update(updated_at=timezone.now() - timedelta(days=400))
+    ChatSession.objects.filter(pk=recent.pk).update(updated_at=timezone.now() - timedelta(hours=26))
+    client.force_login(owner)
+    page = client.get("/").content.decode()
+    assert "data-relative>1 year ago</time>" in page and "last year" not in page
+    assert "data-relative>1 day ago</time>" in page and "hours ago" not in page
+
+
+@pytest.mark.django_db
+def test_the_favicon_is_served_to_anyone(client):
+    response = client.get("/favicon.ico")
+    assert response.status_code == 301 and response.url.endswith("favicon.svg")
+    assert '<link rel="icon" href="/static/favicon.svg"' in client.get("/accounts/login/").content.decode()

@@ -62,7 +62,7 @@ async def test_a_password_change_closes_the_other_sign_ins_sockets_and_keeps_its
     assert await db_async(change_password)() == 302
     assert await elsewhere.ws.receive_output(timeout=3) == CLOSED_SIGNED_OUT
     await here.send(message="/help")  # the sign-in that changed it goes on
-    await here.until("/help: List the slash commands")
+    await here.until("<dd>List the slash commands</dd>")
 
 
 async def test_a_password_changed_elsewhere_refuses_the_next_frame_and_stores_nothing(

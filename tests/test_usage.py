@@ -30,6 +30,12 @@ def test_a_model_without_a_price_has_tokens_and_no_cost():
     assert usage.dollars((used + usage.priced(SONNET, 1, 1)).cost) == ""
 
 
+def test_the_free_offline_model_shows_no_cost_and_a_trace_shows_as_one():
+    assert usage.dollars(usage.priced("local", 1_200, 300).cost) == ""
+    assert usage.priced("local", 1_200, 300).tokens == 1_500
+    assert usage.dollars(usage.priced(SONNET, 10, 0).cost) == "<$0.0001"
+
+
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)
 async def test_a_reply_shows_its_tokens_and_cost_and_the_session_its_total(

@@ -94,7 +94,8 @@ class HandoffRun:
         branch = await database_sync_to_async(store.get_branch)(session)
         handoff.check_guard(store.count_messages(branch))
         todo_list = (await database_sync_to_async(todos.state)(session)).todos
-        prompt_text = handoff.build_prompt(self.focus, todos.for_handoff(todo_list))
+        own = await database_sync_to_async(_handoff_instructions)(session)
+        prompt_text = handoff.build_prompt(self.focus, todos.for_handoff(todo_list), own)
         context_before = session.context_tokens
         self.stage = "request"
         reply = await self.agent.prompt(
@@ -268,6 +269,12 @@ def _preference(session: ChatSession, name: str) -> bool:
     """The owner's yes/no preference ``name`` (off when they never saved any)."""
     prefs = Preferences.objects.filter(user_id=session.owner_id).first()
     return bool(prefs and getattr(prefs, name))
+
+
+def _handoff_instructions(session: ChatSession) -> str:
+    """The owner's standing instructions for handoff documents ("" when none)."""
+    prefs = Preferences.objects.filter(user_id=session.owner_id).first()
+    return prefs.handoff_instructions if prefs else ""
 
 
 def _record_coverage(reply: Entry, record: dict[str, Any]) -> None:

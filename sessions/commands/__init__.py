@@ -72,9 +72,3 @@ def parse(text: str, *, template_names: frozenset[str] = frozenset()) -> Parsed:
     if name in template_names:
         return Prompt(text)
     return UnknownCommand(name)
-
-
-def help_text() -> str:
-    return " · ".join(
-        f"/{c.name}{' ' + c.hint if c.hint else ''}: {c.description}" for c in REGISTRY.values()
-    )

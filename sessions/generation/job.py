@@ -117,7 +117,9 @@ class Job:
                 return
             declined = False
             self.status_ahead = turn.status
-            await self.relay.notify(ENDED)  # what a notice announced ("Queued", "Cancelled") is over
+            await self.relay.notify(
+                ENDED
+            )  # what a notice announced ("Queued", "Cancelled") is over
             if turn.regenerate:
                 await self.agent.regenerate()
                 continue

@@ -35,6 +35,15 @@ class Preferences(models.Model):
         help_text="With Claude: one more streamed round works dropped items in.",
     )
 
+    # Standing instructions of the user's own, appended to every handoff request (never instead
+    # of its six sections).
+    handoff_instructions = models.TextField(
+        blank=True,
+        default="",
+        max_length=4000,
+        help_text="Appended to every handoff request, after agentweb's own.",
+    )
+
     class Meta:
         verbose_name_plural = "preferences"
 

@@ -3,12 +3,38 @@
 from __future__ import annotations
 
 import re
+import shlex
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
 CALL = re.compile(r"^/(?P<name>[a-z][a-z0-9_-]*)(?:\s+(?P<args>.*))?$", re.DOTALL)
+
+
+# What a template's body says of the words after its name, as the reference agent expands it:
+# $1 … $9 one word, $@ and $ARGUMENTS all of them, ${@:N} those from the N-th, ${@:N:L} L of them.
+ARGUMENT = re.compile(r"\$\{@:(\d+)(?::(\d+))?\}|\$(\d)|\$@|\$ARGUMENTS")
+
+
+def expand_arguments(body: str, args: str) -> str:
+    """`body` with its argument marks replaced by `args` (quoted words stay one word)."""
+    try:
+        words = shlex.split(args)
+    except ValueError:  # an unclosed quote: words as they are typed
+        words = args.split()
+
+    def value(mark: re.Match[str]) -> str:
+        if mark[3]:
+            at = int(mark[3]) - 1
+            return words[at] if 0 <= at < len(words) else ""
+        if mark[1]:
+            start = max(int(mark[1]) - 1, 0)
+            end = start + int(mark[2]) if mark[2] else None
+            return " ".join(words[start:end])
+        return args
+
+    return ARGUMENT.sub(value, body)
 
 
 class PendingPrompt(models.Model):
@@ -38,7 +64,10 @@ class PromptTemplate(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="prompt_templates"
     )
     name = models.SlugField(max_length=50)
-    body = models.TextField(help_text="`$ARGUMENTS` is replaced by the text after the name.")
+    description = models.CharField(max_length=200, blank=True, default="")
+    body = models.TextField(
+        help_text="$1, $2 … are the words after the name, $@ (or $ARGUMENTS) all of them."
+    )
 
     class Meta:
         constraints = [
@@ -57,7 +86,12 @@ class PromptTemplate(models.Model):
         template = cls.objects.filter(owner_id=owner_id, name=match["name"]).first()
         if template is None:
             return text
-        return template.body.replace("$ARGUMENTS", (match["args"] or "").strip())
+        return expand_arguments(template.body, (match["args"] or "").strip())
+
+    @classmethod
+    def of(cls, owner_id: int) -> list[PromptTemplate]:
+        """The owner's prompts, by name."""
+        return list(cls.objects.filter(owner_id=owner_id).order_by("name"))
 
     @classmethod
     def names_of(cls, owner_id: int) -> frozenset[str]:

@@ -155,6 +155,12 @@ def notice(text: str, level: str = "info") -> str:
     )
 
 
+def help_notice(commands: Sequence[Any], prompts: Sequence[Any]) -> str:
+    """/help: the slash commands, one a line, then the user's own prompts."""
+    context = {"commands": commands, "prompts": prompts}
+    return render_to_string(f"{PAGE}#help", context)
+
+
 NOTICES_ENDED = (
     '<div id="notices" class="notices" role="status" aria-live="polite" hx-swap-oob="true"></div>'
 )

@@ -6,8 +6,8 @@ from datetime import datetime
 from typing import Any
 
 from django import template
-from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
@@ -127,5 +127,21 @@ def relative_time(moment: datetime | None) -> SafeString:
         '<time datetime="{}" title="{}" data-relative>{}</time>',
         moment.isoformat(),
         date_format(localtime(moment), "j M Y, H:i"),
-        naturaltime(moment),
+        ago((timezone.now() - moment).total_seconds()),
     )
+
+
+# The units of a relative time, as app.js counts them (one wording on the server and the page).
+UNITS = [("year", 31_536_000), ("month", 2_592_000), ("day", 86_400), ("hour", 3_600)]
+UNITS += [("minute", 60)]
+
+
+def ago(seconds: float) -> str:
+    """`now`, `1 minute ago`, `3 days ago`, `1 year ago`: whole units, the largest that fits."""
+    if seconds < 45:
+        return "now"
+    for unit, size in UNITS:
+        if seconds >= size:
+            count = int(seconds // size)
+            return f"{count} {unit}{'' if count == 1 else 's'} ago"
+    return "1 minute ago"

@@ -24,6 +24,7 @@ from .pages import (
     session_page,
     tree,
 )
+from .prompts import delete_prompt, edit_prompt, prompts
 
 __all__ = [
     "PasswordChange",
@@ -32,6 +33,9 @@ __all__ = [
     "change_thinking",
     "compare",
     "compare_choice",
+    "delete_prompt",
+    "edit_prompt",
+    "prompts",
     "earlier_entries",
     "edit_todos",
     "export",

@@ -25,7 +25,7 @@ from .. import (
     transcript,
 )
 from ..forms import ImportForm, PreferencesForm, RenameForm
-from ..models import ChatSession, Entry, Preferences
+from ..models import ChatSession, Entry, Preferences, PromptTemplate
 from ..numbers import entry_id_of, whole_number
 from ..providers import catalog
 from .base import AuthenticatedRequest, own_session
@@ -90,6 +90,7 @@ def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse
         "children": list(session.children.order_by("created_at")),
         "forks": list(ChatSession.objects.filter(forked_from__session=session).order_by("pk")),
         "commands": commands.REGISTRY.values(),
+        "prompts": PromptTemplate.of(request.user.pk),
         "mention_menu": mentions.menu(request.user, session),
         "ws_url": f"/ws/sessions/{session.pk}/?after={after}",
         "live_text": None,
@@ -182,5 +183,9 @@ def preferences(request: AuthenticatedRequest) -> HttpResponse:
         form.save()
         messages.success(request, "Preferences saved.")
         return redirect("chat:preferences")
-    context = {"form": form, "title_model": settings.AGENTWEB_TITLE_MODEL}
+    context = {
+        "form": form,
+        "title_model": settings.AGENTWEB_TITLE_MODEL,
+        "claude": catalog.has_key(),
+    }
     return render(request, "sessions/preferences.html", context)
