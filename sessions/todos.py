@@ -124,6 +124,16 @@ def note_text(todos: Sequence[Todo]) -> str:
     return f"The user edited the todo list. It is now:\n{checklist(todos)}"
 
 
+def is_note(text: str) -> bool:
+    """Whether a user-side text is agentweb's own word on the list (the user's edit, a
+    reminder), not something the user typed."""
+    return text.startswith(("The user edited the todo list.", "The user cleared the todo list."))
+
+
+def is_reminder(text: str) -> bool:
+    return text.startswith("Reminder: ") and f"update the list with {TOOL_NAME}" in text
+
+
 def reminder_text(todos: Sequence[Todo], turns: int) -> str:
     open_items = [todo for todo in todos if todo.is_open]
     return (

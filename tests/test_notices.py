@@ -12,7 +12,9 @@ from .fake_anthropic import Reply
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
-ENDED = '<div id="notices" class="notices" role="status" aria-live="polite" hx-swap-oob="true"></div>'
+ENDED = (
+    '<div id="notices" class="notices" role="status" aria-live="polite" hx-swap-oob="true"></div>'
+)
 
 
 def notices_after(frames: list[str], said: str) -> list[str]:

@@ -243,4 +243,7 @@ def test_the_list_says_relative_times_as_the_page_keeps_them(client, owner):
 def test_the_favicon_is_served_to_anyone(client):
     response = client.get("/favicon.ico")
     assert response.status_code == 301 and response.url.endswith("favicon.svg")
-    assert '<link rel="icon" href="/static/favicon.svg"' in client.get("/accounts/login/").content.decode()
+    assert (
+        '<link rel="icon" href="/static/favicon.svg"'
+        in client.get("/accounts/login/").content.decode()
+    )

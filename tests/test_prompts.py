@@ -28,7 +28,11 @@ def signed_in(client, owner):
     ("body", "args", "expanded"),
     [
         ("Review $1 for $2", "src/app.py speed", "Review src/app.py for speed"),
-        ("Review $1 for $2", "'src/my app.py' \"speed and size\"", "Review src/my app.py for speed and size"),
+        (
+            "Review $1 for $2",
+            "'src/my app.py' \"speed and size\"",
+            "Review src/my app.py for speed and size",
+        ),
         ("All: $@ / $ARGUMENTS", "a b c", "All: a b c / a b c"),
         ("From the second: ${@:2}", "a b c d", "From the second: b c d"),
         ("Two from the second: ${@:2:2}", "a b c d", "Two from the second: b c"),
@@ -49,9 +53,10 @@ def test_a_user_creates_edits_and_deletes_their_own_prompts(signed_in, owner):
     assert response.status_code == 302
     prompt = PromptTemplate.objects.get(owner=owner)
     page = signed_in.get("/prompts/").content.decode()
-    assert "<code>/review</code></a> <span class=\"muted\">Review a file</span>" in page
+    assert '<code>/review</code></a> <span class="muted">Review a file</span>' in page
     signed_in.post(
-        f"/prompts/{prompt.pk}/", {"name": "review", "description": "Review it", "body": "Look at $1"}
+        f"/prompts/{prompt.pk}/",
+        {"name": "review", "description": "Review it", "body": "Look at $1"},
     )
     prompt.refresh_from_db()
     assert (prompt.description, prompt.body) == ("Review it", "Look at $1")

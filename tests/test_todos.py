@@ -691,3 +691,41 @@ async def test_with_thinking_the_loop_sends_the_signed_thinking_back(
     }
     assert call["content"][1]["type"] == "tool_use"
     assert fake_anthropic.requests[1]["json"]["thinking"]["budget_tokens"] == 2048
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_offline_a_users_order_survives_replies_and_a_handoff_seeds_work_items_only(
+    owner, open_tab, async_client
+):
+    session = await db_async(make_session)(owner, model="local")
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Plan:\n- [ ] Read the config\n- [ ] Write the parser\n- [ ] Ship it")
+    await tab.until("Todo list updated.")
+    await generation.wait_idle()
+    await async_client.aforce_login(owner)
+    url = reverse("chat:todos", args=[session.pk])
+    reordered = [Todo("Ship it"), Todo("Read the config"), Todo("Write the parser")]
+    await async_client.post(url, panel_post(await db_async(state_of)(session), op="up:2"))
+    await async_client.post(url, panel_post(await db_async(state_of)(session), op="up:1"))
+    assert await db_async(state_of)(session) == reordered
+    await tab.send(message="Nothing about the list here")
+    await tab.until("Nothing about the list here")
+    await generation.wait_idle()
+    await tab.send(message="- [x] Read the config")
+    await tab.until("1 done")
+    await generation.wait_idle()
+    assert await db_async(state_of)(session) == [
+        Todo("Ship it"), Todo("Read the config", "done"), Todo("Write the parser"),
+    ]  # fmt: skip
+    await async_client.post(
+        url, panel_post(await db_async(state_of)(session), op="up:2", done=(1,))
+    )
+    await tab.send(message="/handoff focus on tests")  # the edit's note goes out with it
+    await tab.until("data-url=")
+    await generation.wait_idle()
+    new = await db_async(lambda: ChatSession.objects.get(parent_session=session))()
+    assert [todo.text for todo in await db_async(state_of)(new)] == [
+        "Ship it",
+        "Write the parser",
+    ]

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import todos
 from ..content import block_texts
 from ..context import BRANCH_SUMMARY_PREFIX, COMPACTION_PREFIX
 from ..items import ERROR, Piece
@@ -95,6 +96,8 @@ def _read_user(reading: Reading, text: str) -> None:
             Piece(output, "tool_result", at, failed),
         ]
         reading.runs.append(Run(command, not failed, output.strip("`\n"), at))
+    elif todos.is_note(text) or todos.is_reminder(text):
+        return  # agentweb's word on the todo list, not a request: the list itself carries it
     elif summary := _summary_in(text):
         reading.summaries.append(Said(summary, at))
         reading.pieces.append(Piece(summary, "summary", at))

@@ -69,8 +69,9 @@ def todo_call(messages: list[dict[str, Any]]) -> ToolCall | None:
     in the state it was last written with."""
     if not messages or messages[-1]["role"] != "user":
         return None
-    if not todos.from_text("\n".join(block_texts(messages[-1].get("content", "")))):
-        return None
+    typed = [text for text in block_texts(messages[-1].get("content", "")) if not _agentwebs(text)]
+    if not todos.from_text("\n".join(typed)):
+        return None  # the user's own words name no item: the list stays as it is
     written: list[todos.Todo] = []
     for message in messages:
         if message["role"] != "user":
@@ -78,10 +79,20 @@ def todo_call(messages: list[dict[str, Any]]) -> ToolCall | None:
         for text in block_texts(message.get("content", "")):
             if "<handoff-context>" in text:
                 written = todos.merged(written, todos.from_document(text))
-            else:
+            elif todos.is_note(text):  # the user's edit is the whole list, in their order
+                written = todos.from_text(text)
+            elif not todos.is_reminder(text):
                 written = todos.merged(written, todos.from_text(text))
     call_id = f"toolu_offline_{len(messages)}"
     return ToolCall(call_id, todos.TOOL_NAME, {"todos": todos.as_dicts(written)})
+
+
+def _agentwebs(text: str) -> bool:
+    return todos.is_note(text) or todos.is_reminder(text)
+
+
+def _agentwebs(text: str) -> bool:
+    return todos.is_note(text) or todos.is_reminder(text)
 
 
 def after_tools(results: list[dict[str, Any]]) -> str:
