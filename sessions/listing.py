@@ -33,6 +33,8 @@ class Chain:
         """The chain's total across its handoffs."""
         return sum(self.used.values(), Usage())
 
+    holds_current: bool = False  # the session a page shows is one of its parts
+
     @property
     def newest(self) -> ChatSession:
         return self.sessions[-1]
@@ -93,6 +95,21 @@ def chain_page(
     for chain in by_chain.values():
         chain.used = {session.pk: used[session.pk] for session in chain.sessions}
     return page, [by_chain[chain_id] for chain_id in chain_ids]
+
+
+SIDEBAR_CHAINS = 15
+
+
+def recent_chains(owner: User, current: ChatSession) -> list[Chain]:
+    """The sidebar beside a session: the owner's latest chains (pinned first), the one that
+    holds `current` marked (and listed, however old)."""
+    _, chains = chain_page(owner)
+    chains = chains[:SIDEBAR_CHAINS]
+    if not any(current.pk in {s.pk for s in chain.sessions} for chain in chains):
+        chains.append(Chain(sessions=chain_of(current)))
+    for chain in chains:
+        chain.holds_current = current.pk in {s.pk for s in chain.sessions}
+    return chains
 
 
 def chain_of(session: ChatSession) -> list[ChatSession]:

@@ -23,8 +23,32 @@ SHOWN_RESULT_CHARS = 20_000  # a longer tool output is cut in the page (the expo
 Block = dict[str, Any]
 
 
+def calls_tools(entry: Entry | None) -> bool:
+    """An assistant message that called tools: the reply goes on after their results."""
+    if entry is None or entry.kind != Entry.Kind.MESSAGE or entry.role != Entry.Role.ASSISTANT:
+        return False
+    content = entry.content if isinstance(entry.content, list) else []
+    return any(isinstance(b, dict) and b.get("type") == "toolCall" for b in content)
+
+
+def join(previous: Entry | None, entry: Entry) -> Entry:
+    """Mark `entry` as a later round of the reply `previous` began, when it is one: an assistant
+    message right after (tool results aside) one that called tools. One reply, one card."""
+    is_reply = entry.kind == Entry.Kind.MESSAGE and entry.role == Entry.Role.ASSISTANT
+    if is_reply and calls_tools(previous) and _purpose(previous) == _purpose(entry):
+        assert previous is not None
+        entry.reply_start = previous.reply_start or previous.pk
+        previous.goes_on = True
+    return entry
+
+
+def _purpose(entry: Entry | None) -> object:
+    return entry.data.get("purpose") if entry is not None and isinstance(entry.data, dict) else None
+
+
 def fold(entries: Sequence[Entry]) -> list[Entry]:
-    """The entries to show: each tool result moves under the call it answers."""
+    """The entries to show: each tool result moves under the call it answers, and each later
+    tool round of a reply is marked as part of the card its first round opened."""
     calls: dict[str, Entry] = {}
     shown: list[Entry] = []
     for entry in entries:
@@ -40,7 +64,7 @@ def fold(entries: Sequence[Entry]) -> list[Entry]:
                     caller.folded_results = {}
                 caller.folded_results[call_id] = entry
                 continue
-        shown.append(entry)
+        shown.append(join(shown[-1] if shown else None, entry))
     return shown
 
 

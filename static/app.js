@@ -76,7 +76,11 @@
     const code = button.closest("pre");
     if (code) { copyText((code.querySelector("code") || code).innerText, button); return; }
     const entry = button.closest(".entry");
-    const parts = [...entry.querySelectorAll(".markdown, .plain")].map((el) => el.innerText.trim());
+    const cards = [entry];  // a reply's earlier tool rounds are part of what it says
+    for (let part = entry; part.classList.contains("entry--continues") && part.previousElementSibling; ) {
+      part = part.previousElementSibling; cards.unshift(part);
+    }
+    const parts = cards.flatMap((card) => [...card.querySelectorAll(".markdown, .plain")]).map((el) => el.innerText.trim());
     copyText(parts.filter(Boolean).join("\n\n").replace(/\n{3,}/g, "\n\n"), button);
   });
   function addCodeCopyButtons() {
@@ -153,20 +157,35 @@
     if (item) complete(item);
   });
 
-  // Follow the conversation while the reader is at the bottom; handle redirects.
+  // Follow the conversation while the reader is at the bottom (and after they send); leave a
+  // reader who scrolled up alone, with "Jump to latest"; handle redirects.
   let pinned = true;
+  function atBottom() { return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 80; }
+  function showJump(show) { const jump = $("#jump-latest"); if (jump) jump.hidden = !show; }
   window.addEventListener("scroll", () => {
-    pinned = window.innerHeight + window.scrollY >= document.body.scrollHeight - 80;
+    pinned = atBottom();
+    if (pinned) showJump(false);
   }, { passive: true });
   document.addEventListener("htmx:wsAfterMessage", () => {
     const redirect = $("#redirect");
     if (redirect && redirect.dataset.url) {
       const url = redirect.dataset.url;
       delete redirect.dataset.url;  // once: a download (/export) leaves the page where it is
+      // A handoff's new session (or /new): the message box has the focus there.
+      try { if (/^\/sessions\/\d+\/$/.test(url)) sessionStorage.setItem("agentweb-focus", "1"); } catch (e) { /* storage off */ }
       window.location.assign(url);
       return;
     }
     if (pinned) followSoon();
+    else if (document.querySelector("main.chat")) showJump(true);
+  });
+  // Sending brings your message (and the reply after it) into view, wherever you were.
+  document.addEventListener("htmx:wsBeforeSend", (event) => {
+    if (event.target.closest && event.target.closest("#composer")) { pinned = true; showJump(false); followSoon(); }
+  });
+  document.addEventListener("click", (event) => {
+    if (!(event.target.closest && event.target.closest("#jump-latest"))) return;
+    pinned = true; showJump(false); followSoon();
   });
   // Once per painted frame, whatever the frames received: reading scrollHeight at once would
   // force a layout per WebSocket message.
@@ -174,8 +193,35 @@
   function followSoon() {
     if (following) return;
     following = true;
-    requestAnimationFrame(() => { following = false; window.scrollTo(0, document.body.scrollHeight); });
+    requestAnimationFrame(() => { following = false; window.scrollTo(0, document.documentElement.scrollHeight); });
   }
+
+  // Older history loads as the reader scrolls up to it, and the page keeps their place.
+  let earlierWatch = null;
+  function watchEarlier() {
+    if (!("IntersectionObserver" in window)) return;
+    if (!earlierWatch) {
+      earlierWatch = new IntersectionObserver((seen) => {
+        seen.forEach((one) => { if (one.isIntersecting && !one.target.disabled) one.target.click(); });
+      }, { rootMargin: "600px 0px 0px 0px" });
+    }
+    document.querySelectorAll("button[data-earlier]:not([data-watched])").forEach((button) => {
+      button.dataset.watched = ""; earlierWatch.observe(button);
+    });
+  }
+  let belowEarlier = null;  // how far the page's end was below the reader, before the swap
+  document.addEventListener("htmx:beforeSwap", (event) => {
+    if (event.detail.target && event.detail.target.classList.contains("earlier")) {
+      belowEarlier = document.documentElement.scrollHeight - window.scrollY;
+    }
+  });
+  document.addEventListener("htmx:afterSettle", () => {
+    if (belowEarlier !== null) {
+      window.scrollTo(0, document.documentElement.scrollHeight - belowEarlier);
+      belowEarlier = null;
+    }
+    watchEarlier();
+  });
 
   // Side by side: bring each column's handoff into view; tabs on a narrow screen.
   function setupCompare() {
@@ -300,6 +346,52 @@
   setInterval(tick, 1000);
   document.addEventListener("DOMContentLoaded", () => {
     tick();
-    if (document.querySelector("main.chat")) window.scrollTo(0, document.body.scrollHeight);
+    if (!document.querySelector("main.chat")) return;
+    if (!window.location.hash) window.scrollTo(0, document.documentElement.scrollHeight);
+    setTimeout(watchEarlier, 300);  // after the first scroll: no load of what nobody scrolled to
+    let arrived = false;  // the page a handoff (or a new session) opened: typing goes on here
+    try { arrived = sessionStorage.getItem("agentweb-focus") === "1"; sessionStorage.removeItem("agentweb-focus"); } catch (e) { /* storage off */ }
+    if (arrived && composer()) composer().focus();
+  });
+
+  // The top bar's menu on a phone; drawers (the todo list) close with Escape.
+  document.addEventListener("click", (event) => {
+    const toggle = event.target.closest && event.target.closest("#menu-toggle");
+    if (!toggle) return;
+    const bar = toggle.closest(".topbar");
+    bar.classList.toggle("open");
+    toggle.setAttribute("aria-expanded", String(bar.classList.contains("open")));
+  });
+  function closeDrawers() {
+    let closed = false;
+    const bar = $(".topbar.open");
+    if (bar) { bar.classList.remove("open"); $("#menu-toggle").setAttribute("aria-expanded", "false"); closed = true; }
+    const panel = $("#todos");
+    if (panel && panel.open && window.matchMedia("(max-width: 74.99rem)").matches) {
+      panel.open = false; closed = true;
+    }
+    return closed;
+  }
+
+  // The sidebar of recent sessions: hidden or shown, as the reader left it in this browser.
+  function showSidebar(shown) {
+    document.documentElement.classList.toggle("sidebar-hidden", !shown);
+    const toggle = $("#sidebar-toggle");
+    if (toggle) { toggle.textContent = shown ? "Hide" : "Show"; toggle.setAttribute("aria-expanded", String(shown)); }
+  }
+  document.addEventListener("click", (event) => {
+    if (!(event.target.closest && event.target.closest("#sidebar-toggle"))) return;
+    const shown = document.documentElement.classList.contains("sidebar-hidden");
+    try { localStorage.setItem("agentweb-sidebar", shown ? "shown" : "hidden"); } catch (e) { /* storage off */ }
+    showSidebar(shown);
+  });
+  document.addEventListener("DOMContentLoaded", () => showSidebar(!document.documentElement.classList.contains("sidebar-hidden")));
+
+  // Enter in a todo item's box saves the list (the box wraps long text, it takes no new line).
+  document.addEventListener("keydown", (event) => {
+    const box = event.target.closest && event.target.closest("#todos textarea");
+    if (!box || event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+    event.preventDefault();
+    box.dispatchEvent(new Event("change", { bubbles: true }));
   });
 })();

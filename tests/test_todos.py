@@ -144,7 +144,7 @@ async def test_a_tool_call_updates_the_list_and_the_model_goes_on(owner, fake_an
     html = await tab.until("Starting on the parser now.</p>")
     assert "3 open of 3" not in html  # one item is done
     assert "2 open of 3" in html  # the panel, live
-    assert 'value="Rewrite the parser"' in html
+    assert 'aria-label="Item 2">Rewrite the parser</textarea>' in html
     await generation.wait_idle()
 
     first, second = (request["json"] for request in fake_anthropic.requests)
@@ -426,7 +426,7 @@ async def test_after_a_handoff_the_new_session_has_the_documents_open_work(
     ]
     await db_async(client.force_login)(owner)
     page = (await db_async(client.get)(new.get_absolute_url())).content.decode()
-    assert 'value="Benchmarks for the 2 MB file"' in page
+    assert '">Benchmarks for the 2 MB file</textarea>' in page
     assert "5 open of 5" in page
 
     # The model's own list, written afterwards, wins.

@@ -13,7 +13,7 @@ import logging
 
 from channels.db import database_sync_to_async
 
-from .. import handoff, tabs, titles
+from .. import handoff, tabs, titles, transcript
 from ..agent import (
     AgentEvent,
     AgentSession,
@@ -64,6 +64,7 @@ class Job:
         self.lost = ""  # why the claim was lost, if it was
         self.status_ahead: StatusShown | None = None  # the next prompt's status line, read
         self.closing_status: StatusShown | None = None  # the status after a turn released
+        self.reply_part: Entry | None = None  # the reply's latest round shown, while it goes on
         self.relay = Relay(generation_id, lambda: self.session_id, render, lambda: len(RUNNING))
         self.agent = AgentSession(
             session,
@@ -220,6 +221,10 @@ class Job:
         elif event.type == "message_end" and event.entry is not None:
             await relay.flush()
             streamed = event.role == Entry.Role.ASSISTANT
+            if streamed:  # a later tool round shows in the card its reply's first round opened
+                self.reply_part = transcript.join(self.reply_part, event.entry)
+            elif event.role == Entry.Role.USER:
+                self.reply_part = None
             added = EntryAdded(self.agent.session, event.entry, streamed)
             # The status follows with the next turn or the job's end, a moment later.
             await relay.publish(added, entry_id=event.entry.pk)

@@ -52,6 +52,9 @@ class Entry(models.Model):
     folded_results: dict[str, Entry] | None = None
     # Set by the page: where it stands among its parent's children (a tree.Siblings), if any.
     siblings: Any = None
+    # Set by the page (transcript.join): a reply's later tool round, shown in its first card.
+    reply_start: int | None = None
+    goes_on = False  # and the round before it: its reply's card goes on below it
 
     class Meta:
         verbose_name_plural = "entries"

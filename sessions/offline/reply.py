@@ -91,10 +91,6 @@ def _agentwebs(text: str) -> bool:
     return todos.is_note(text) or todos.is_reminder(text)
 
 
-def _agentwebs(text: str) -> bool:
-    return todos.is_note(text) or todos.is_reminder(text)
-
-
 def after_tools(results: list[dict[str, Any]]) -> str:
     """The reply after the tool loop ran the calls: what each result said."""
     lines = []

@@ -99,6 +99,7 @@ def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse
     todo_list = todos.state(session, branch=(pk for pk, _ in outline)).todos
     context.update(todo_list=todo_list, todo_summary=partials.todo_summary(todo_list))
     context["off_branch"] = _off_branch(session, outline, request.GET.get("at", ""))
+    context["sidebar"] = listing.recent_chains(request.user, session)
     return render(request, "sessions/session.html", context)
 
 

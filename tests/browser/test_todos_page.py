@@ -32,7 +32,7 @@ DOCUMENT = "\n\n".join(
 
 
 def item_texts(page) -> list[str]:
-    return [box.input_value() for box in page.locator("#todos .todo input[type=text]").all()]
+    return [box.input_value() for box in page.locator("#todos .todo textarea").all()]
 
 
 def test_the_panel_follows_the_model_and_comes_back_after_a_handoff(
@@ -109,7 +109,7 @@ def test_the_list_is_edited_by_keyboard_alone(signed_in, server_url):
     # Shift+Tab back to "Move up: Ship it", then Enter.
     focus_by_tab(page, panel.get_by_role("button", name="Move up: Ship it"), key="Shift+Tab")
     page.keyboard.press("Enter")
-    expect(panel.locator(".todo input[type=text]").first).to_have_value("Ship it")
+    expect(panel.locator(".todo textarea").first).to_have_value("Ship it")
     expect(panel.get_by_label("Item 1")).to_be_focused()
 
     # Tick it with the space bar; the focus stays on its box.
