@@ -57,7 +57,7 @@ def test_edit_regenerate_and_switch_between_branches(
     expect(transcript.locator(".entry--assistant.status--complete")).to_have_text(
         re.compile("Then ruamel.yaml.")
     )
-    expect(transcript.locator(".entry--user .plain")).to_have_text("Which parser for YAML?")
+    expect(transcript.locator(".entry--user .markdown")).to_have_text("Which parser for YAML?")
     expect(transcript.locator(".entry--user .branch-position")).to_have_text("2 / 2")
 
     # The tree view lists all three answers; choosing one goes back to its branch.
@@ -68,7 +68,7 @@ def test_edit_regenerate_and_switch_between_branches(
     page.screenshot(path=str(ARTIFACTS / "tree-view.png"), full_page=True)
     tree.get_by_role("button", name=re.compile("Use configparser.")).click()
     page.wait_for_url(re.compile(r"\?at=\d+#entry-\d+$"))
-    expect(transcript.locator(".entry--user .plain")).to_have_text("Which parser for TOML?")
+    expect(transcript.locator(".entry--user .markdown")).to_have_text("Which parser for TOML?")
     expect(transcript.locator(".entry--assistant")).to_have_text(re.compile("Use configparser."))
 
     # Fork from the question: a new session holding only it.

@@ -30,7 +30,9 @@ def test_question_mark_shows_the_shortcut_list_unless_you_are_typing(signed_in, 
     page.locator("h1").click()
     page.keyboard.press("?")
     expect(shortcuts).to_be_visible()
-    expect(shortcuts).to_contain_text("EscapeCancel the reply or handoff being generated")
+    expect(shortcuts).to_contain_text(
+        "EscapeClose the open menu or drawer; with none open, cancel the reply or handoff being"
+    )
     expect(shortcuts).to_contain_text("?Show this list (when not typing)")
     page.keyboard.press("Escape")
     expect(shortcuts).to_be_hidden()
