@@ -279,8 +279,10 @@
     if (next) next.focus();
   });
   document.addEventListener("DOMContentLoaded", () => {
-    const panel = $("#todos");
-    if (panel && window.matchMedia("(max-width: 74.99rem)").matches) panel.open = false;
+    const narrow = window.matchMedia("(max-width: 74.99rem)");
+    const closeOnNarrow = () => { const panel = $("#todos"); if (panel && narrow.matches) panel.open = false; };
+    closeOnNarrow();
+    narrow.addEventListener("change", closeOnNarrow);  // a drawer is closed until it is asked for
   });
 
   // Theme: auto (the system's), dark or light, kept in this browser.

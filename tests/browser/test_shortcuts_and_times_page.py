@@ -87,5 +87,5 @@ def test_relative_times_keep_up_with_the_clock(signed_in, server_url):
     expect(updated).to_have_text("2 hours ago")
     page.clock.fast_forward("24:00:00")
     expect(updated).to_have_text("1 day ago")  # never "yesterday": the server's wording
-    page.clock.fast_forward(f"{400 * 24}:00:00")
+    page.clock.fast_forward(400 * 24 * 3600 * 1000)
     expect(updated).to_have_text("1 year ago")
