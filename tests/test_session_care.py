@@ -72,7 +72,7 @@ def test_a_later_session_of_a_chain_says_which_part_it_is(client, owner):
     client.force_login(owner)
     assert "part 3 · " in client.get(third.get_absolute_url()).content.decode()
     assert "part 2 · " in client.get(second.get_absolute_url()).content.decode()
-    assert "part 1" not in client.get(first.get_absolute_url()).content.decode()
+    assert "part 1 · " not in client.get(first.get_absolute_url()).content.decode()
 
 
 def titled(owner, title: str, **fields):

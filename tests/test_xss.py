@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 OWN_HTMX = {
     "body hx-headers", "main hx-ext", "main ws-connect", "form ws-send", "button ws-send", "button hx-vals",
     "form hx-post", "form hx-trigger", "form hx-swap", "button hx-get", "button hx-post", "button hx-target",
-    "button hx-swap", "div hx-swap-oob", "h1 hx-swap-oob", "nav hx-swap-oob",
+    "button hx-swap", "button hx-disabled-elt", "div hx-swap-oob", "h1 hx-swap-oob", "nav hx-swap-oob",
     "textarea hx-swap-oob", "section hx-swap-oob",
 }  # fmt: skip
 
