@@ -163,3 +163,14 @@ def test_the_level_follows_the_branch_and_survives_export_and_import(owner):
     assert session_file.import_jsonl(owner, lines).thinking_level == "high"
     session.move_leaf(before.pk)  # back before the change
     assert level_of(session) == "off"
+
+
+@pytest.mark.django_db
+def test_the_new_session_of_a_handoff_keeps_the_thinking_level(owner):
+    from .test_browse import hand_off
+
+    session = make_session(owner, exchanges=1)
+    ChatSession.objects.filter(pk=session.pk).update(thinking_level="high")
+    session.refresh_from_db()
+    new = hand_off(session, "## Goal\nGo on")
+    assert ChatSession.objects.get(pk=new.pk).thinking_level == "high"
