@@ -2,6 +2,7 @@ from typing import Any
 
 from django.apps import AppConfig
 from django.contrib.auth.signals import user_logged_out
+from django.db.backends.signals import connection_created
 
 from .tabs import close_sockets_of
 
@@ -16,6 +17,16 @@ class ChatConfig(AppConfig):
 
     def ready(self) -> None:
         user_logged_out.connect(_close_sockets, dispatch_uid="agentweb-close-sockets")
+        connection_created.connect(_sqlite_functions, dispatch_uid="agentweb-sqlite-functions")
+
+
+def _sqlite_functions(sender: Any, connection: Any, **kwargs: Any) -> None:
+    """SQLite's `agentweb_fold(text)`: the text without accents, case-folded, as search compares
+    it (PostgreSQL has `agentweb_unaccent`, migration 0017)."""
+    if connection.vendor == "sqlite":
+        from .search import fold_sql
+
+        connection.connection.create_function("agentweb_fold", 1, fold_sql, deterministic=True)
 
 
 def _close_sockets(sender: Any, request: Any, user: Any, **kwargs: Any) -> None:

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from django.contrib.auth.models import User
 from django.core.paginator import Page, Paginator
+from django.db import connection
 from django.db.models import Case, Count, F, IntegerField, Max, Q, QuerySet, When
 from django.db.models.functions import Coalesce
 
@@ -48,12 +49,14 @@ CHAIN = Coalesce(F("chain_root_id"), F("id"))
 
 
 def matching(owner: User, query: str) -> QuerySet[ChatSession]:
-    """Sessions whose title or any entry's words contain `query` (any case), archived ones
-    included."""
+    """Sessions whose title or any entry's words contain `query` (any case, any accents),
+    archived ones included."""
     texts = search.matching_entries(owner, query).order_by().values("session_id")
-    return ChatSession.objects.filter(ChatSession.kept(), owner=owner).filter(
-        Q(title__icontains=query) | Q(pk__in=texts)
-    )
+    mine = ChatSession.objects.filter(ChatSession.kept(), owner=owner)
+    if connection.vendor in ("sqlite", "postgresql"):  # titles, too, whatever their accents
+        mine = mine.alias(bare_title=search.without_accents("title"))
+        return mine.filter(Q(bare_title__icontains=search.folded(query)) | Q(pk__in=texts))
+    return mine.filter(Q(title__icontains=query) | Q(pk__in=texts))
 
 
 PINNED = Max(Case(When(pinned=True, then=1), default=0, output_field=IntegerField()))

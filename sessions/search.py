@@ -46,6 +46,18 @@ def _fold(char: str) -> str:
     return bare.casefold()
 
 
+def fold_sql(text: str | None) -> str | None:
+    """`folded` as SQLite's `agentweb_fold` function (registered on each connection)."""
+    return None if text is None else folded(text)
+
+
+def without_accents(field: str) -> Func:
+    """The column `field` as search compares it, in SQL: unaccented on PostgreSQL, folded on
+    SQLite (`agentweb_fold`); compare it with `folded(query)`, case-insensitively."""
+    function = "agentweb_unaccent" if connection.vendor == "postgresql" else "agentweb_fold"
+    return Func(F(field), function=function)
+
+
 def find_folded(text: str, query: str) -> tuple[int, int]:
     """Where `query` first occurs in `text` ignoring case and accents: (start, end) in `text`,
     or (-1, -1)."""
@@ -99,7 +111,7 @@ def matching_entries(owner: User, query: str) -> QuerySet[Entry]:
     if connection.vendor == "postgresql":
         from django.contrib.postgres.search import SearchQuery, SearchVector
 
-        unaccented = Func(F("search_text"), function="agentweb_unaccent")
+        unaccented = without_accents("search_text")
         words = SearchQuery(folded(query), config="simple", search_type="websearch")
         return (
             mine.annotate(words=SearchVector(unaccented, config="simple"), bare=unaccented)

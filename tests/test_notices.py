@@ -66,3 +66,29 @@ async def test_nothing_is_running_ends_when_a_reply_starts(owner, fake_anthropic
     await tab.until("Fine now.")
     await generation.wait_idle()
     assert notices_after(tab.received, "Nothing is running.") == [""]
+
+
+@pytest.mark.parametrize(
+    ("typed", "said"),
+    [
+        ("/nosuch", "Unknown command /nosuch. Type / to see the commands."),
+        ("/help", "Slash commands"),
+        ("/thinking", "Thinking level: off. Set it with /thinking off, low, medium or high."),
+        ("/model", "Model: "),
+        ("/export pdf", "Export as md or jsonl, not “pdf”."),
+        ("/handoff", "Nothing to hand off (no messages yet)"),
+    ],
+)
+async def test_every_other_notice_ends_when_the_next_reply_starts(
+    owner, fake_anthropic, open_tab, typed, said
+):
+    fake_anthropic.enqueue(Reply.text("Answered."))
+    session = await db_async(make_session)(owner)
+    _, tab = await open_tab(owner, session)
+    await tab.send(message=typed)
+    await tab.until(said)
+    await generation.wait_idle()
+    await tab.send(message="a question")
+    await tab.until("Answered.")
+    await generation.wait_idle()
+    assert notices_after(tab.received, said) == [""]

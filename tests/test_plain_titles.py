@@ -113,3 +113,14 @@ def test_titles_written_before_keep_no_marks_and_old_forks_say_they_are_forks(ow
         fork.pk: "Fork of how handoff works",
         renamed.pk: "My own name",
     }
+
+
+def test_a_handoff_request_never_titles_a_session(owner):
+    from sessions import handoff
+
+    session = make_session(owner)
+    session.append_message(
+        "user", [{"type": "text", "text": handoff.build_prompt()}], data={"purpose": "handoff"}
+    )
+    say(session, "Then fix the parser")
+    assert ChatSession.objects.get(pk=session.pk).title == "Then fix the parser"

@@ -151,3 +151,12 @@ def test_the_session_list_finds_a_session_by_words_without_their_accents(client,
     page = client.get("/?q=cafe").content.decode()
     assert f'href="/sessions/{session.pk}/' in page
     assert "<mark>café</mark>" in page
+
+
+def test_a_title_is_found_without_its_accents(client, owner):
+    session = make_session(owner)
+    session.rename("Résumé for the Café")
+    client.force_login(owner)
+    page = client.get("/?q=resume+for+the+cafe").content.decode()
+    assert "Résumé for the Café</a>" in page
+    assert "No session mentions" not in page

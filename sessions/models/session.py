@@ -198,7 +198,8 @@ class ChatSession(models.Model):
     def append_message(self, role: str, content: list[dict[str, Any]], **fields: Any) -> Entry:
         """A message (its other columns in `fields`); the first user message titles the session."""
         entry = self.append(kind=Entry.Kind.MESSAGE, role=role, content=content, **fields)
-        if role == Entry.Role.USER and not self.title:
+        said = role == Entry.Role.USER and "purpose" not in (fields.get("data") or {})
+        if said and not self.title:  # a person's words, not agentweb's (a handoff request)
             title = title_from(text_of(content))
             ChatSession.objects.filter(pk=self.pk, title="").update(title=title)
             self.title = title

@@ -6,6 +6,8 @@ closes a menu before it cancels; the sidebar lists recent sessions. Screenshots 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import expect
@@ -47,6 +49,18 @@ def sideways(page) -> int:
     return page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
 
 
+def placeholder_fits(field) -> bool:
+    """Whether the field is wide enough to show its whole placeholder."""
+    return field.evaluate(
+        """(el) => {
+            const style = getComputedStyle(el), ctx = document.createElement('canvas').getContext('2d');
+            ctx.font = style.font;
+            const room = el.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+            return ctx.measureText(el.placeholder).width <= room;
+        }"""
+    )
+
+
 def test_on_a_phone_the_chat_has_the_room_and_the_exchange_stays_in_view(signed_in, server_url):
     page = signed_in
     page.set_viewport_size(PHONE)
@@ -82,6 +96,7 @@ def test_no_page_scrolls_sideways_on_a_phone_and_screenshots_are_kept(signed_in,
     page = signed_in
     owner = User.objects.get(username="walker")
     old = linear_session(owner, ["Fix src/app/views.py " * 6, "Keep TIMEOUT at 30 s"])
+    old.rename("Fix the views")
     new = hand_off(old, "## Goal\nFix `src/app/views.py` " + "and the long path/a/b/c/d " * 5)
     pages = {
         "session": new.get_absolute_url(),
@@ -97,6 +112,8 @@ def test_no_page_scrolls_sideways_on_a_phone_and_screenshots_are_kept(signed_in,
             for name, url in pages.items():
                 page.goto(f"{server_url}{url}")
                 assert sideways(page) <= 0, f"{name} at {size} px scrolls sideways"
+                if name == "list":
+                    assert placeholder_fits(page.get_by_label("Find sessions")), size
                 page.screenshot(path=str(ARTIFACTS / f"{name}-{size}-{theme}.png"))
 
 
@@ -145,12 +162,17 @@ def test_earlier_entries_load_on_scrolling_up_and_keep_the_place(signed_in, serv
     page.goto(f"{server_url}{session.get_absolute_url()}")
     entries = page.locator("#transcript .entry")
     before = entries.count()
+    held = []  # the request for earlier entries waits until the test lets it go
+    page.route(re.compile(r"/entries/\?before=\d+"), lambda route: held.append(route))
     first_id = entries.first.get_attribute("id")
     page.locator(f"#{first_id}").scroll_into_view_if_needed()
     shown_at = page.evaluate(  # up to the start (the earlier entries load): where it is then
         f"() => {{ window.scrollBy(0, -200); "
         f"return document.getElementById('{first_id}').getBoundingClientRect().top; }}"
     )
+    expect(page.get_by_text("Loading earlier entries…")).to_be_visible()
+    assert len(held) == 1
+    held[0].continue_()
     expect(entries).to_have_count(260, timeout=10_000)
     assert before == 200
     after = page.locator(f"#{first_id}").bounding_box()["y"]

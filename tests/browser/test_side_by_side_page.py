@@ -34,6 +34,7 @@ def handed_off(signed_in, server_url):
 
 def test_side_by_side_shows_both_columns_with_the_handoff_highlighted(handed_off):
     page = handed_off
+    expect(page.get_by_label("Message")).to_be_focused()  # typing goes on in the new session
     page.set_viewport_size({"width": 1440, "height": 900})
     page.get_by_role("link", name="Side by side").click()
     old, new = page.locator("#column-old"), page.locator("#column-new")

@@ -150,3 +150,24 @@ def test_on_a_narrow_screen_the_list_is_a_drawer_that_stays_as_left(signed_in, s
     assert overflow <= 0, f"the page scrolls sideways by {overflow}px"
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "todos-drawer-375.png"), full_page=True)
+
+
+def test_each_items_controls_sit_on_its_row_and_long_text_wraps(signed_in, server_url):
+    page = signed_in
+    panel = a_new_session(page, 1440)
+    long_text = "Rewrite the config loader so that " + "every nested table is read once " * 4
+    for text in ("Ship it", long_text):
+        panel.get_by_label("New item").fill(text)
+        panel.get_by_label("New item").press("Enter")
+        expect(panel.locator(".todo")).to_have_count(1 if text == "Ship it" else 2)
+    for row in panel.locator(".todo").all():
+        box, remove = (
+            row.locator("textarea").bounding_box(),
+            row.locator("button").last.bounding_box(),
+        )
+        assert remove["y"] < box["y"] + box["height"], "the controls went to a second row"
+        assert remove["x"] > box["x"] + box["width"] - 1
+    short, long = (row.locator("textarea") for row in panel.locator(".todo").all())
+    assert long.bounding_box()["height"] > 1.8 * short.bounding_box()["height"]  # it wraps
+    assert long.evaluate("el => el.scrollHeight <= el.clientHeight + 1")  # nothing cut off
+    expect(long).to_have_value(long_text.strip())
