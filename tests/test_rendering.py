@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from sessions.rendering import pygments_css, render_markdown
 
 
@@ -38,3 +40,16 @@ def test_javascript_links_are_dropped_and_others_made_safe():
 def test_the_shipped_highlight_css_matches_pygments():
     shipped = (Path(__file__).resolve().parents[1] / "static" / "highlight.css").read_text()
     assert pygments_css() in shipped
+
+
+@pytest.mark.django_db
+def test_your_own_message_is_safe_markdown_with_its_lines_kept(client, owner):
+    from .conftest import make_session
+
+    session = make_session(owner)
+    text = "Use **tomllib**, not `toml`\nsecond line\n\n- a\n- b <script>alert(1)</script>"
+    session.append_message("user", [{"type": "text", "text": text}])
+    client.force_login(owner)
+    page = client.get(session.get_absolute_url()).content.decode()
+    assert "<p>Use <strong>tomllib</strong>, not <code>toml</code><br>\nsecond line</p>" in page
+    assert "<li>b &lt;script&gt;alert(1)&lt;/script&gt;</li>" in page
