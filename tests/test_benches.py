@@ -8,6 +8,7 @@ bench/load.py's smoke is tests/test_load.py.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -100,3 +101,9 @@ def test_the_socket_memory_bench_says_where_a_sockets_memory_goes():
     out = bench("bench/socket_memory.py", "--sockets", "3", "--top", "2")
     assert out.startswith("in-memory channel layer, one process:\n  3 idle sockets: RSS +")
     assert "the heap's growth by file, largest first:" in out
+
+
+def test_the_prompt_queries_bench_counts_a_prompts_statements_and_says_who_sent_them():
+    out = bench("bench/prompt_queries.py", "--runs", "1", "--list")
+    assert re.search(r"a later prompt: \d+ statements .*from the frame to the first delta", out)
+    assert "sessions/generation/claims.py:" in out and "× UPDATE" in out

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count, Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from .. import mentions, status, store
@@ -64,8 +65,9 @@ def queue_prompt(
     if refusal:
         return Submitted(refusal=refusal), None
     if claim(session.pk, generation_id, "prompt", channel):
-        claimed = ChatSession.objects.get(pk=session.pk)
-        return Submitted(), (claimed, first_turn(claimed, text, generation_id))
+        claimed, queued, auto_at = _as_claimed(session.pk)
+        turn = first_turn(claimed, text, generation_id, queued=queued, auto_at=auto_at)
+        return Submitted(), (claimed, turn)
     PendingPrompt.objects.create(session_id=session.pk, text=text)
     # Queued before the running job's last look at the queue, or after its release: then the
     # claim is free now. Either way the prompt is sent (B10: never stranded).
@@ -75,13 +77,29 @@ def queue_prompt(
     return Submitted(queued=StatusShown(*status.read_by_id(session.pk))), None
 
 
-def first_turn(session: ChatSession, text: str, generation_id: str) -> Turn:
+def _as_claimed(session_id: int) -> tuple[ChatSession, bool, int | None]:
+    """The session as its claim left it, whether prompts are queued in it, and its owner's
+    automatic-handoff threshold: one query."""
+    claimed = (
+        ChatSession.objects.annotate(
+            queued=Exists(PendingPrompt.objects.filter(session_id=OuterRef("pk"))),
+            auto_at=F("owner__agentweb_preferences__auto_handoff_at"),
+        )
+        .filter(pk=session_id)
+        .get()
+    )
+    return claimed, bool(getattr(claimed, "queued", False)), getattr(claimed, "auto_at", None)
+
+
+def first_turn(
+    session: ChatSession, text: str, generation_id: str, *, queued: bool, auto_at: int | None
+) -> Turn:
     """The turn of a prompt that found its session idle and claimed it (`session` as read after
-    the claim): sent at once, without passing through the queue, unless prompts queued before
-    it go first or the automatic handoff is due (the prompt then waits in the queue)."""
-    if PendingPrompt.objects.filter(session_id=session.pk).exists() or auto_handoff_due(
-        session.pk, text
-    ):
+    the claim, with whether prompts are `queued` and the owner's threshold `auto_at`): sent at
+    once, without passing through the queue, unless prompts queued before it go first or the
+    automatic handoff is due (the prompt then waits in the queue)."""
+    due = bool(auto_at) and handoff_due(session, auto_at or 0, text)
+    if queued or due:
         PendingPrompt.objects.create(session_id=session.pk, text=text)
         return next_turn(session, generation_id, auto_handoff=True)
     return _begin(session, text, reread=False)
@@ -147,9 +165,10 @@ def release_and_status(session_id: int, generation_id: str) -> StatusShown:
 def auto_handoff_due(session_id: int, text: str | None = None) -> bool:
     """Whether the oldest queued prompt (or `text`) would take the context past the owner's
     threshold."""
-    threshold_percent, model, tokens = ChatSession.objects.values_list(
-        "owner__agentweb_preferences__auto_handoff_at", "model", "context_tokens"
-    ).get(pk=session_id)
+    session = ChatSession.objects.select_related("owner__agentweb_preferences").get(pk=session_id)
+    threshold_percent = getattr(
+        getattr(session.owner, "agentweb_preferences", None), "auto_handoff_at", None
+    )
     if not threshold_percent:
         return False
     if text is None:
@@ -157,11 +176,17 @@ def auto_handoff_due(session_id: int, text: str | None = None) -> bool:
         if pending is None:
             return False
         text = pending.text
-    projected = tokens + estimate_tokens(text)
-    threshold = catalog.spec(model).window * threshold_percent / 100
+    return handoff_due(session, threshold_percent, text)
+
+
+def handoff_due(session: ChatSession, threshold_percent: int, text: str) -> bool:
+    """Whether `text` would take the session's context past `threshold_percent` of its
+    model's window (and there is something to hand off)."""
+    projected = session.context_tokens + estimate_tokens(text)
+    threshold = catalog.spec(session.model).window * threshold_percent / 100
     if projected < threshold:
         return False
-    return Entry.objects.filter(session_id=session_id, kind=Entry.Kind.MESSAGE).count() >= 2
+    return Entry.objects.filter(session_id=session.pk, kind=Entry.Kind.MESSAGE).count() >= 2
 
 
 def begin_branch(
@@ -214,8 +239,11 @@ def over_a_cap(session: ChatSession, *, queueing: bool) -> str:
     """Why a prompt (`queueing`) or /handoff may not be taken now (empty: it may): a session
     queues at most AGENTWEB_MAX_QUEUED_PROMPTS prompts, and a user runs at most
     AGENTWEB_MAX_GENERATIONS_PER_USER generations at once."""
-    fresh = ChatSession.objects.get(pk=session.pk)
-    if fresh.is_generating:
+    live = Q(generation_lease_until__gt=timezone.now()) & ~Q(generation_id="")
+    counts = ChatSession.objects.filter(owner_id=session.owner_id).aggregate(
+        running=Count("pk", filter=live), here=Count("pk", filter=live & Q(pk=session.pk))
+    )  # one query: is this session generating, and how many of the owner's are
+    if counts["here"]:
         queued = PendingPrompt.objects.filter(session_id=session.pk).count()
         limit = settings.AGENTWEB_MAX_QUEUED_PROMPTS
         if queueing and queued >= limit:
@@ -224,13 +252,7 @@ def over_a_cap(session: ChatSession, *, queueing: bool) -> str:
                 "send this one when they have gone."
             )
         return ""
-    running = (
-        ChatSession.objects.filter(
-            owner_id=session.owner_id, generation_lease_until__gt=timezone.now()
-        )
-        .exclude(generation_id="")
-        .count()
-    )
+    running = counts["running"]
     limit = settings.AGENTWEB_MAX_GENERATIONS_PER_USER
     if running >= limit:
         return (

@@ -1,0 +1,141 @@
+"""How many database round trips does a prompt make? (issue 21, item 1)
+
+Counts every statement the process sends to the database (and the transactions among them)
+from the moment a prompt frame arrives to the first delta the tab receives, and from there to
+the reply's last frame, for a session's first prompt and for a later one. Each statement is
+listed with the code that sent it, so the prompt path's queries can be read one by one.
+
+Run: .venv/bin/python bench/prompt_queries.py [--runs 5] [--list]
+     (BENCH_DATABASE_URL=postgres://… for PostgreSQL)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import threading
+import traceback
+from collections import Counter
+from dataclasses import dataclass, field
+
+import harness
+
+harness.setup()  # Django on a throwaway database, before any project import
+
+from django.db import connection  # noqa: E402
+from django.db.backends.signals import connection_created  # noqa: E402
+from harness import fake_api, open_tab, signed_in_user  # noqa: E402
+
+from sessions import generation  # noqa: E402
+from tests.fake_anthropic import Reply  # noqa: E402
+
+
+@dataclass
+class Tally:
+    """The statements sent while it counts, each with where in agentweb it came from."""
+
+    counting: bool = False
+    statements: list[tuple[str, str]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, execute, sql, params, many, context):  # a connection's execute wrapper
+        if self.counting:
+            with self.lock:
+                self.statements.append((sql.split()[0].upper(), _caller()))
+        return execute(sql, params, many, context)
+
+    def take(self) -> list[tuple[str, str]]:
+        with self.lock:
+            taken, self.statements = self.statements, []
+        return taken
+
+
+def _caller() -> str:
+    """The innermost frame of agentweb's own code that led to the statement."""
+    for frame in reversed(traceback.extract_stack()[:-2]):
+        if frame.filename.startswith(OURS):
+            return f"{frame.filename[len(str(harness.ROOT)) + 1 :]}:{frame.lineno} {frame.name}"
+    return "(outside agentweb: Django's sign-in session)"
+
+
+OURS = str(harness.ROOT / "sessions") + "/"
+
+
+TALLY = Tally()
+
+
+def _wrap(sender, connection, **kwargs) -> None:
+    if TALLY not in connection.execute_wrappers:
+        connection.execute_wrappers.append(TALLY)
+
+
+connection_created.connect(_wrap)
+
+
+def transactions(statements: list[tuple[str, str]]) -> int:
+    """The transactions among them: each BEGIN or SAVEPOINT (SQLite's and PostgreSQL's Django
+    both open one so) — a statement outside any is its own."""
+    return sum(1 for verb, _ in statements if verb in ("BEGIN", "SAVEPOINT"))
+
+
+async def one_prompt(user, cookie, fake, *, later: bool) -> tuple[list, list]:
+    """The statements of one prompt: before its first delta, and after it to the reply's end."""
+    tab = await open_tab(user, cookie)
+    await tab.receive_from(5)
+    if later:  # a session with an exchange already: the usual prompt
+        fake.enqueue(Reply(chunks=["first answer"]))
+        await tab.send_to(text_data=json.dumps({"message": "first"}))
+        while "entry--assistant status--complete" not in await tab.receive_from(10):
+            pass
+        await generation.wait_idle()
+    fake.enqueue(Reply(chunks=[f"t{i} " for i in range(20)]))
+    TALLY.take()
+    TALLY.counting = True
+    await tab.send_to(text_data=json.dumps({"message": "bench"}))
+    before: list = []
+    while True:
+        html = await tab.receive_from(10)
+        if 'id="live-text" hx-swap-oob="beforeend"' in html and not before:
+            before = TALLY.take() or [("(none)", "")]
+        if "entry--assistant status--complete" in html:
+            break
+    await generation.wait_idle()
+    TALLY.counting = False
+    after = TALLY.take()
+    await tab.disconnect()
+    return before, after
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--list", action="store_true", help="list each statement's caller")
+    args = parser.parse_args()
+    user, cookie = await signed_in_user()
+    fake = fake_api()
+    print(f"{connection.vendor}: database statements of one prompt ({args.runs} runs, medians)")
+    for later in (False, True):
+        runs = [await one_prompt(user, cookie, fake, later=later) for _ in range(args.runs)]
+        before = statistics.median(len(b) for b, _ in runs)
+        after = statistics.median(len(a) for _, a in runs)
+        begun = statistics.median(transactions(b) for b, _ in runs)
+        name = "a later prompt" if later else "a first prompt"
+        # PostgreSQL's BEGIN is psycopg's, not a statement Django sends: counted on SQLite only.
+        begins = f" ({begun:.0f} transactions)" if connection.vendor == "sqlite" else ""
+        print(
+            f"  {name}: {before:.0f} statements{begins} from the frame to the first delta, "
+            f"{after:.0f} from there to the reply's end"
+        )
+        if args.list:
+            first, rest = runs[-1]
+            for title, statements in (("before the first delta", first), ("after", rest)):
+                print(f"    {title}:")
+                for (verb, where), count in Counter(statements).most_common():
+                    print(f"      {count:3} × {verb:9} {where}")
+    fake.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
