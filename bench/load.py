@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import html
 import json
+import os
 import re
 import time
 from contextlib import nullcontext
@@ -48,6 +49,7 @@ class Report:
     rss_idle_kb: int
     rss_connected_kb: int
     rss_after_kb: int
+    cpu_seconds: float = 0.0  # the daphne process's CPU time from the prompts to the last end
 
     @property
     def expected(self) -> str:
@@ -81,12 +83,19 @@ class Report:
             f"gap p50/p95/max {_pct(gaps, 50):5.0f} /{_pct(gaps, 95):5.0f} /{gaps[-1]:6.0f} ms  "
             f"first delta p50/p95 {_pct(first, 50):5.0f} /{_pct(first, 95):5.0f} ms  "
             f"RSS idle {self.rss_idle_kb / 1024:.0f} MB, +{per_socket:.0f} KB a socket, "
-            f"after {self.rss_after_kb / 1024:.0f} MB"
+            f"after {self.rss_after_kb / 1024:.0f} MB  "
+            f"CPU {self.cpu_seconds * 1000 / max(1, self.sessions):.0f} ms a stream"
         )
 
 
 def _pct(values: list[float], percent: float) -> float:
     return values[min(len(values) - 1, int(len(values) * percent / 100))]
+
+
+def cpu_seconds(pid: int) -> float:
+    """The process's CPU time so far (user and system), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_kb(pid: int) -> int:
@@ -97,7 +106,12 @@ def rss_kb(pid: int) -> int:
 
 
 async def run(
-    server: Any, cookie: str, session_ids: list[int], timeout: float, spread: float = 0.0
+    server: Any,
+    cookie: str,
+    session_ids: list[int],
+    timeout: float,
+    spread: float = 0.0,
+    on_ready: Any = None,
 ) -> tuple[list[Tab], int]:
     """Open a tab per session; once every tab has its page state (the status line of its first
     sync), send a prompt in each: all at once, or at even intervals over `spread` seconds.
@@ -122,6 +136,8 @@ async def run(
                 synced += 1
                 if synced == len(tabs):
                     rss_connected = rss_kb(server.process.pid)
+                    if on_ready is not None:
+                        on_ready()
                     ready.set()
                 await ready.wait()
                 await asyncio.sleep(spread * index / len(tabs))
@@ -179,8 +195,13 @@ async def measure(
     fake.responder = lambda body: Reply.slow(tokens=tokens, delay=1 / rate)
     cookie, ids = await database_sync_to_async(prepare)(sessions)
     idle = rss_kb(server.process.pid)
-    tabs, connected = await run(server, cookie, ids, timeout=60 + tokens / rate, spread=spread)
-    return Report(sessions, tokens, rate, tabs, idle, connected, rss_kb(server.process.pid))
+    cpu: list[float] = []
+    tabs, connected = await run(
+        server, cookie, ids, timeout=60 + tokens / rate, spread=spread,
+        on_ready=lambda: cpu.append(cpu_seconds(server.process.pid)),
+    )  # fmt: skip
+    used = cpu_seconds(server.process.pid) - cpu[0] if cpu else 0.0
+    return Report(sessions, tokens, rate, tabs, idle, connected, rss_kb(server.process.pid), used)
 
 
 def main() -> None:

@@ -55,6 +55,15 @@ def lineage(session: ChatSession) -> list[int]:
     return found
 
 
+def offered(session: ChatSession) -> bool:
+    """Whether recall has anywhere to read from `session`: it was handed off or forked from
+    another (its own columns say so: a session's origin never changes), or its messages mention
+    one. At most one query, none in a session that came from another."""
+    if session.parent_session_id is not None or session.forked_from_id is not None:
+        return True
+    return bool(mentions.mentioned_by(session))
+
+
 def recallable(session: ChatSession) -> list[int]:
     """The sessions recall reads from `session`: its lineage, nearest first, then the sessions
     its messages mention."""

@@ -142,3 +142,25 @@ async def test_offline_a_question_about_a_word_only_the_parent_holds_is_answered
     assert link in shown
     call = await db_async(lambda: Entry.objects.get(session=new, role="toolResult"))()
     assert call.data["message"]["toolName"] == "recall"
+
+
+@pytest.mark.django_db
+def test_recall_is_offered_where_it_can_read_and_deciding_costs_no_walk(
+    owner, django_assert_num_queries
+):
+    from sessions.agent.recall_tool import RECALL
+
+    _, new, _ = handed_off(owner)
+    forked = new.fork(new.leaf_id)
+    alone = make_session(owner, exchanges=1)
+    with django_assert_num_queries(0):  # a session's origin is in its own row
+        assert RECALL.offered(new) and RECALL.offered(forked)
+    with django_assert_num_queries(1):  # one look for mentions
+        assert not RECALL.offered(alone)
+    from sessions import mentions
+
+    text = f"as in @#{new.pk}"
+    alone.append_message(
+        "user", [{"type": "text", "text": text}], data=mentions.data_of(alone, text)
+    )
+    assert RECALL.offered(alone)

@@ -51,5 +51,5 @@ RECALL = Tool(
         "required": ["query"],
     },
     run=look_up,
-    offered=lambda session: bool(recall.recallable(session)),
+    offered=recall.offered,
 )
