@@ -92,6 +92,9 @@ def _pct(values: list[float], percent: float) -> float:
     return values[min(len(values) - 1, int(len(values) * percent / 100))]
 
 
+LAYERS = {"memory": "in-memory", "redis": "Redis Pub/Sub", "redis-queued": "Redis (queued)"}
+
+
 def cpu_seconds(pid: int) -> float:
     """The process's CPU time so far (user and system), from /proc."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -216,7 +219,11 @@ def main() -> None:
         "--spread", type=float, default=0.0,
         help="send the prompts at even intervals over this many seconds (0: all at once)",
     )  # fmt: skip
-    parser.add_argument("--layer", choices=["memory", "redis"], default="memory")
+    parser.add_argument(
+        "--layer", choices=["memory", "redis", "redis-queued"], default="memory",
+        help="redis: channels-redis's Pub/Sub layer (the default with REDIS_URL); redis-queued: "
+        "its list-based RedisChannelLayer",
+    )  # fmt: skip
     parser.add_argument(
         "--profile", action="store_true", help="py-spy on daphne during each N (needs py-spy)"
     )
@@ -228,15 +235,17 @@ def main() -> None:
 
     call_command("migrate", verbosity=0)
     fake = harness.fake_api()
-    redis = RedisServer() if args.layer == "redis" else None
+    redis = RedisServer() if args.layer.startswith("redis") else None
     arrivals = f"over {args.spread:g} s" if args.spread else "all at once"
     print(
         f"{args.tokens} tokens at {args.rate:g}/s per session, prompts sent {arrivals}, "
-        f"one daphne process, SQLite, {'Redis' if redis else 'in-memory'} channel layer:"
+        f"one daphne process, SQLite, {LAYERS[args.layer]} channel layer:"
     )
     try:
         for n in (int(value) for value in args.sessions.split(",")):
             env = server_env(fake.url, n, redis.url if redis else "")
+            if args.layer == "redis-queued":
+                env["AGENTWEB_CHANNEL_LAYER"] = "queued"
             server = Daphne(f"daphne-load-{n}", **env)
             profiling = profiles.py_spy(server.process.pid) if args.profile else nullcontext()
             try:

@@ -123,3 +123,20 @@ def test_without_a_trusted_proxy_the_forwarding_header_is_ignored(
     for n in range(5):
         sign_in(client, "wrong", f"192.0.2.{n}")
     assert sign_in(client, "walker-pass-123", "203.0.113.20").status_code == 429
+
+
+@pytest.mark.parametrize(
+    ("chosen", "backend"),
+    [
+        ("", "channels_redis.pubsub.RedisPubSubChannelLayer"),
+        ("queued", "channels_redis.core.RedisChannelLayer"),
+    ],
+)
+def test_with_redis_the_channel_layer_is_pub_sub_unless_queued_is_asked_for(chosen, backend):
+    env = {**os.environ, "REDIS_URL": "redis://127.0.0.1:1/0", "AGENTWEB_CHANNEL_LAYER": chosen}
+    shown = subprocess.run(
+        [sys.executable, "-c", "from agentweb import settings; "
+         "print(settings.CHANNEL_LAYERS['default']['BACKEND'])"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert shown.stdout.strip() == backend, shown.stderr
