@@ -109,7 +109,7 @@ def rss_kb(pid: int) -> int:
 
 
 async def run(
-    server: Any,
+    servers: list[Any],
     cookie: str,
     session_ids: list[int],
     timeout: float,
@@ -128,6 +128,7 @@ async def run(
 
     async def one(index: int, tab: Tab, session_id: int) -> None:
         nonlocal synced, rss_connected
+        server = servers[index % len(servers)]  # the tabs split between the processes
         url = server.ws_url(f"/ws/sessions/{session_id}/")
         try:
             async with connect(
@@ -138,7 +139,7 @@ async def run(
                     pass
                 synced += 1
                 if synced == len(tabs):
-                    rss_connected = rss_kb(server.process.pid)
+                    rss_connected = sum(rss_kb(one.process.pid) for one in servers)
                     if on_ready is not None:
                         on_ready()
                     ready.set()
@@ -191,20 +192,25 @@ def server_env(fake_url: str, sessions: int, redis_url: str = "") -> dict[str, s
 async def measure(
     server: Any, fake: Any, sessions: int, tokens: int, rate: float, spread: float = 0.0
 ) -> Report:
+    """N sessions streaming at once through `server` (a Daphne, or a list of them: the tabs are
+    split between the processes; memory and CPU are their sums)."""
     from channels.db import database_sync_to_async
 
     from tests.fake_anthropic import Reply
 
     fake.responder = lambda body: Reply.slow(tokens=tokens, delay=1 / rate)
     cookie, ids = await database_sync_to_async(prepare)(sessions)
-    idle = rss_kb(server.process.pid)
+    servers = server if isinstance(server, list) else [server]
+    pids = [one.process.pid for one in servers]
+    idle = sum(rss_kb(pid) for pid in pids)
     cpu: list[float] = []
     tabs, connected = await run(
-        server, cookie, ids, timeout=60 + tokens / rate, spread=spread,
-        on_ready=lambda: cpu.append(cpu_seconds(server.process.pid)),
+        servers, cookie, ids, timeout=60 + tokens / rate, spread=spread,
+        on_ready=lambda: cpu.append(sum(cpu_seconds(pid) for pid in pids)),
     )  # fmt: skip
-    used = cpu_seconds(server.process.pid) - cpu[0] if cpu else 0.0
-    return Report(sessions, tokens, rate, tabs, idle, connected, rss_kb(server.process.pid), used)
+    used = sum(cpu_seconds(pid) for pid in pids) - cpu[0] if cpu else 0.0
+    after = sum(rss_kb(pid) for pid in pids)
+    return Report(sessions, tokens, rate, tabs, idle, connected, after, used)
 
 
 def main() -> None:
@@ -227,6 +233,10 @@ def main() -> None:
     parser.add_argument(
         "--profile", action="store_true", help="py-spy on daphne during each N (needs py-spy)"
     )
+    parser.add_argument(
+        "--processes", type=int, default=1,
+        help="daphne processes behind the one Redis (the README's set-up); N is split between them",
+    )  # fmt: skip
     args = parser.parse_args()
     harness.setup()
     from django.core.management import call_command
@@ -234,27 +244,34 @@ def main() -> None:
     from tests.servers import Daphne, RedisServer
 
     call_command("migrate", verbosity=0)
+    from django.db import connection
+
     fake = harness.fake_api()
+    if args.processes > 1 and not args.layer.startswith("redis"):
+        parser.error("several processes need a Redis layer: --layer redis")
     redis = RedisServer() if args.layer.startswith("redis") else None
     arrivals = f"over {args.spread:g} s" if args.spread else "all at once"
     print(
         f"{args.tokens} tokens at {args.rate:g}/s per session, prompts sent {arrivals}, "
-        f"one daphne process, SQLite, {LAYERS[args.layer]} channel layer:"
+        f"{args.processes} daphne process{'es' if args.processes > 1 else ''}, "
+        f"{connection.vendor}, {LAYERS[args.layer]} channel layer:"
     )
     try:
         for n in (int(value) for value in args.sessions.split(",")):
             env = server_env(fake.url, n, redis.url if redis else "")
             if args.layer == "redis-queued":
                 env["AGENTWEB_CHANNEL_LAYER"] = "queued"
-            server = Daphne(f"daphne-load-{n}", **env)
-            profiling = profiles.py_spy(server.process.pid) if args.profile else nullcontext()
+            servers = [Daphne(f"daphne-load-{n}-{p}", **env) for p in range(args.processes)]
+            first = servers[0].process.pid
+            profiling = profiles.py_spy(first) if args.profile else nullcontext()
             try:
                 with profiling:
                     report = asyncio.run(
-                        measure(server, fake, n, args.tokens, args.rate, args.spread)
+                        measure(servers, fake, n, args.tokens, args.rate, args.spread)
                     )
             finally:
-                server.stop()
+                for server in servers:
+                    server.stop()
             print(" ", report.line())
             for error in report.errors[:3]:
                 print("    error:", error)

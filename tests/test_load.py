@@ -1,5 +1,6 @@
-"""Load, at a CI-sized N: sessions streaming at once through one daphne process (bench/load.py
-runs N up to 200 with `make load`). Every token reaches every tab, in order, with no error."""
+"""Load, at a CI-sized N: sessions streaming at once through one daphne process, and through two
+behind one Redis (bench/load.py runs N up to 200, and 400 over two processes, with `make
+bench`). Every token reaches every tab, in order, with no error."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from bench.load import measure, server_env
 
-from .servers import Daphne
+from .servers import Daphne, RedisServer
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
@@ -27,3 +28,23 @@ async def test_ten_sessions_streaming_at_once_lose_no_token(django_db_setup: Any
     assert report.lost == 0
     assert all(len(tab.deltas) > 1 for tab in report.tabs)  # it streamed, in several deltas
     assert report.rss_after_kb > 0
+
+
+async def test_two_processes_behind_one_redis_split_the_tabs_and_lose_no_token(
+    django_db_setup: Any, fake_server
+):
+    fake_server.reset()
+    redis = await asyncio.to_thread(RedisServer)
+    env = server_env(fake_server.url, 8, redis.url)
+    servers = [Daphne(f"daphne-load-{n}", **env) for n in (1, 2)]
+    try:
+        report = await measure(servers, fake_server, sessions=8, tokens=40, rate=40)
+    finally:
+        for server in servers:
+            await asyncio.to_thread(server.stop)
+        await asyncio.to_thread(redis.stop)
+    print(report.line())
+    assert report.errors == []
+    assert report.lost == 0
+    assert all(len(tab.deltas) > 1 for tab in report.tabs)
+    assert report.cpu_seconds > 0
