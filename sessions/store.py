@@ -94,6 +94,7 @@ MAX_INDENT = 20  # the deepest indent the tree page draws (app.css has a rule fo
 
 
 TREE_TEXT = 100  # characters of each entry the tree view shows (cut at a word)
+TREE_READ = TREE_TEXT + 40  # read of each entry: its marks and wrapper come off first
 
 
 def tree(session: ChatSession) -> list[TreeRow]:
@@ -105,7 +106,7 @@ def tree(session: ChatSession) -> list[TreeRow]:
         "kind",
         "role",
         "custom_type",
-        Substr("search_text", 1, TREE_TEXT + 40),
+        Substr("search_text", 1, TREE_READ),
         "data__purpose",
         "data__fields__thinkingLevel",
         "data__fields__modelId",
@@ -116,7 +117,7 @@ def tree(session: ChatSession) -> list[TreeRow]:
         parents[entry_id] = parent_id
         shown, wrapper_end, _ = text.partition("</handoff-context>")  # not its closing line
         words = plain_words(shown.replace("<handoff-context>", ""))
-        if len(text) == TREE_TEXT + 40 and not wrapper_end and " " in words:  # a cut word
+        if len(text) == TREE_READ and not wrapper_end and " " in words:  # a cut word
             words = words.rsplit(" ", 1)[0] + "…"
         words = cut_at_word(words, TREE_TEXT)
         about[entry_id] = (tree_label(kind, role, custom, purpose, level or model), words)

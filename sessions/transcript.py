@@ -23,19 +23,21 @@ SHOWN_RESULT_CHARS = 20_000  # a longer tool output is cut in the page (the expo
 Block = dict[str, Any]
 
 
-def calls_tools(entry: Entry | None) -> bool:
-    """An assistant message that called tools: the reply goes on after their results."""
+def call_ids(entry: Entry | None) -> list[str]:
+    """The ids of the tools an assistant message called (none for any other entry): its reply
+    goes on after their results."""
     if entry is None or entry.kind != Entry.Kind.MESSAGE or entry.role != Entry.Role.ASSISTANT:
-        return False
-    content = entry.content if isinstance(entry.content, list) else []
-    return any(isinstance(b, dict) and b.get("type") == "toolCall" for b in content)
+        return []
+    blocks = entry.content if isinstance(entry.content, list) else []
+    calls = [b for b in blocks if isinstance(b, dict) and b.get("type") == "toolCall"]
+    return [str(block.get("id")) for block in calls]
 
 
 def join(previous: Entry | None, entry: Entry) -> Entry:
     """Mark `entry` as a later round of the reply `previous` began, when it is one: an assistant
     message right after (tool results aside) one that called tools. One reply, one card."""
     is_reply = entry.kind == Entry.Kind.MESSAGE and entry.role == Entry.Role.ASSISTANT
-    if is_reply and calls_tools(previous) and _purpose(previous) == _purpose(entry):
+    if is_reply and call_ids(previous) and _purpose(previous) == _purpose(entry):
         assert previous is not None
         entry.reply_start = previous.reply_start or previous.pk
         previous.goes_on = True
@@ -43,7 +45,7 @@ def join(previous: Entry | None, entry: Entry) -> Entry:
 
 
 def _purpose(entry: Entry | None) -> object:
-    return entry.data.get("purpose") if entry is not None and isinstance(entry.data, dict) else None
+    return part(entry.data).get("purpose") if entry is not None else None
 
 
 def fold(entries: Sequence[Entry]) -> list[Entry]:
@@ -53,9 +55,7 @@ def fold(entries: Sequence[Entry]) -> list[Entry]:
     shown: list[Entry] = []
     for entry in entries:
         if entry.kind == Entry.Kind.MESSAGE and entry.role == Entry.Role.ASSISTANT:
-            for block in entry.content or []:
-                if isinstance(block, dict) and block.get("type") == "toolCall":
-                    calls[str(block.get("id"))] = entry
+            calls.update(dict.fromkeys(call_ids(entry), entry))
         elif entry.kind == Entry.Kind.MESSAGE and entry.role == Entry.Role.TOOL_RESULT:
             call_id = str(part(entry.data, "message").get("toolCallId"))
             caller = calls.get(call_id)

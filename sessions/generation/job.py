@@ -118,9 +118,8 @@ class Job:
                 return
             declined = False
             self.status_ahead = turn.status
-            await self.relay.notify(
-                ENDED
-            )  # what a notice announced ("Queued", "Cancelled") is over
+            # What a notice announced ("Queued", "Handoff cancelled") is over.
+            await self.relay.notify(ENDED)
             if turn.regenerate:
                 await self.agent.regenerate()
                 continue

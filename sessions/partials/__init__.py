@@ -144,15 +144,10 @@ def status_context(session: ChatSession, line: StatusLine) -> dict[str, Any]:
 def notice(text: str, level: str = "info") -> str:
     """The notice line under the transcript saying `text`; empty, it ends the one shown."""
     if not text:
-        return NOTICES_ENDED
+        return NOTICES.format("")
     role = "alert" if level == "error" else "status"
-    return format_html(
-        '<div id="notices" class="notices" role="status" aria-live="polite" hx-swap-oob="true">'
-        '<p class="notice notice--{}" role="{}">{}</p></div>',
-        level,
-        role,
-        text,
-    )
+    line = format_html('<p class="notice notice--{}" role="{}">{}</p>', level, role, text)
+    return NOTICES.format(line)
 
 
 def help_notice(commands: Sequence[Any], prompts: Sequence[Any]) -> str:
@@ -161,8 +156,9 @@ def help_notice(commands: Sequence[Any], prompts: Sequence[Any]) -> str:
     return render_to_string(f"{PAGE}#help", context)
 
 
-NOTICES_ENDED = (
-    '<div id="notices" class="notices" role="status" aria-live="polite" hx-swap-oob="true"></div>'
+# The notice line's place under the transcript, swapped whole by each notice.
+NOTICES = (
+    '<div id="notices" class="notices" role="status" aria-live="polite" hx-swap-oob="true">{}</div>'
 )
 
 
