@@ -28,7 +28,7 @@ def main() -> None:
     args = parser.parse_args()
     fake = FakeAnthropic()
     fake.responder = lambda body: Reply(
-        chunks=[f"t{i} " for i in range(args.tokens)], delay=args.delay
+        chunks=[f"t{i} " for i in range(args.tokens)], delay=args.delay, within_max_tokens=False
     )
     fake.start()
     print(fake.port, flush=True)

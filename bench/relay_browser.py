@@ -10,8 +10,9 @@ as it can. Timed, in turn, in one run (medians of interleaved tries):
   browser    Chromium on a session page: the prompt submitted in the page until the page shows
              the last token (a MutationObserver's clock), through daphne in its own process
 
-It checks that the page shows every token, in order, and reports the WebSocket frames a second
-the page received.
+It checks that the page shows every token, in order, and reports the page's side: the WebSocket
+frames it received (and how many a second), the main-thread time each took (htmx's parse and
+swap, from its wsBeforeMessage to its wsAfterMessage), and the longest task (PerformanceObserver).
 
     .venv/bin/python bench/relay_browser.py --tokens 20000 --runs 3
 """
@@ -42,11 +43,18 @@ from tests.servers import Daphne  # noqa: E402
 MESSAGES: Any = [{"role": "user", "content": "relay"}]
 
 WATCH = """
-window.__relay = { start: null, done: null, frames: [], open: false };
+window.__relay = { start: null, done: null, frames: [], handling: [], tasks: [], open: false };
 document.addEventListener("htmx:wsOpen", () => { window.__relay.open = true; });
+let received = 0;
+document.addEventListener("htmx:wsBeforeMessage", () => { received = performance.now(); });
 document.addEventListener("htmx:wsAfterMessage", () => {
-  window.__relay.frames.push(performance.now());
+  const now = performance.now();
+  window.__relay.frames.push(now);
+  window.__relay.handling.push(now - received);  // the frame's parse and swap, main thread
 });
+new PerformanceObserver((list) => {
+  for (const task of list.getEntries()) window.__relay.tasks.push([task.startTime, task.duration]);
+}).observe({ type: "longtask" });
 document.addEventListener("DOMContentLoaded", () => {
   new MutationObserver((records) => {
     if (window.__relay.done !== null) return;
@@ -88,8 +96,24 @@ async def read_sdk_raw(client: anthropic.AsyncAnthropic) -> float:
     return time.perf_counter() - started
 
 
-def show_in_page(page: Any, server: Daphne, user: User, tokens: int) -> tuple[float, float]:
-    """Seconds from submit to the last token shown; the most frames the page got in a second."""
+class Shown:
+    """One run in the page: seconds to the last token, and what the page's main thread did."""
+
+    def __init__(self, relay: dict[str, Any]) -> None:
+        start, done = relay["start"], relay["done"]
+        self.seconds = (done - start) / 1000
+        kept = [i for i, t in enumerate(relay["frames"]) if start <= t <= done]
+        self.frames = len(kept)
+        self.per_second = self.frames / self.seconds if self.seconds else 0.0
+        handling = [relay["handling"][i] for i in kept]
+        self.handling_median = statistics.median(handling) if handling else 0.0
+        self.handling_max = max(handling, default=0.0)
+        tasks = [length for at, length in relay["tasks"] if start <= at <= done]
+        self.longest_task = max(tasks, default=0.0)  # tasks of 50 ms or more only
+
+
+def show_in_page(page: Any, server: Daphne, user: User, tokens: int) -> Shown:
+    """Submit the prompt and wait until the page shows the last token, every token in order."""
     session = ChatSession.objects.create(owner=user, model=harness.MODEL)
     page.goto(f"{server.url}{session.get_absolute_url()}")
     page.wait_for_function("() => window.__relay.open")
@@ -104,12 +128,7 @@ def show_in_page(page: Any, server: Daphne, user: User, tokens: int) -> tuple[fl
             f"the page did not show every token in order: {len(shown)} shown, "
             f"{shown[wrong - 2 : wrong + 3]} where {expected[wrong - 2 : wrong + 3]} was sent"
         )
-    relay = page.evaluate("() => window.__relay")
-    frames = [t for t in relay["frames"] if relay["start"] <= t <= relay["done"]]
-    busiest = max(
-        (sum(1 for t in frames if start <= t < start + 1000) for start in frames), default=0
-    )
-    return (relay["done"] - relay["start"]) / 1000, busiest
+    return Shown(page.evaluate("() => window.__relay"))
 
 
 def main() -> None:
@@ -147,7 +166,7 @@ def main() -> None:
         return thread.submit(loop.run_until_complete, read).result()
 
     times: dict[str, list[float]] = {"sdk": [], "sdk-raw": [], "browser": []}
-    busiest: list[float] = []
+    shown: list[Shown] = []
     try:
         with sync_playwright() as playwright:
             browser, page = harness.chromium_page(playwright, server.url, cookie, WATCH)
@@ -156,9 +175,9 @@ def main() -> None:
             for _ in range(args.runs):  # interleaved, so noise hits all three alike
                 times["sdk"].append(on_loop(read_sdk(sdk)))
                 times["sdk-raw"].append(on_loop(read_sdk_raw(sdk_raw)))
-                seconds, frames = show_in_page(page, server, user, args.tokens)
-                times["browser"].append(seconds)
-                busiest.append(frames)
+                run = show_in_page(page, server, user, args.tokens)
+                times["browser"].append(run.seconds)
+                shown.append(run)
             if args.profile:
                 print(f"one profiled run of {args.tokens:,} deltas:")
                 with profiles.py_spy(server.process.pid), profiles.chromium(page):
@@ -175,9 +194,15 @@ def main() -> None:
             f"  {name:8} {median * 1000:9.1f} ms  ×{median / medians['sdk']:.2f} of sdk  "
             f"×{median / medians['sdk-raw']:.2f} of sdk-raw"
         )
+
+    def median(figure: str) -> float:
+        return statistics.median(getattr(run, figure) for run in shown)
+
     print(
-        f"  the page received at most {statistics.median(busiest):.0f} frames in a second "
-        "(median over runs; target about 30)"
+        f"  the page: {median('frames'):.0f} frames, {median('per_second'):.0f} a second; "
+        f"main thread a frame (its parse and swap) median {median('handling_median'):.2f} ms, "
+        f"longest {median('handling_max'):.1f} ms; longest task "
+        f"{median('longest_task'):.0f} ms (0: none of 50 ms or more)"
     )
     print("  target: browser ≤ 1.10× the raw SDK read")
 

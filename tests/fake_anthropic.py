@@ -35,7 +35,8 @@ def count_tokens(body: dict[str, Any]) -> int:
 class Reply:
     """What the server does with the next request.
 
-    mode: text | error_event | drop | no_stop | empty | status
+    mode: text | error_event | drop | no_stop | empty | status | garbage (an event that is
+    not JSON, halfway)
     """
 
     chunks: list[str] = field(
@@ -57,6 +58,12 @@ class Reply:
     # tool_use blocks after the text: (tool name, its input as JSON text, sent in two pieces)
     tool_uses: list[tuple[str, str]] = field(default_factory=list)
     stop_reason: str = ""  # set by the server: the reply stopped at the request's max_tokens
+    # False: the reply is sent whole whatever the request's max_tokens (the benches' streams
+    # of 20,000 events, longer than any model's output limit)
+    within_max_tokens: bool = True
+    # True: the wire as a proxy may cut it: CRLF line ends, a comment and a ping before each
+    # event, and every event sent in HTTP chunks of 7 bytes
+    ragged: bool = False
 
     def within(self, max_tokens: int) -> Reply:
         """The reply as the API sends it for `max_tokens`: text past the limit is never
@@ -215,7 +222,8 @@ class FakeAnthropic:
                 reply = self.replies.popleft()
             else:
                 reply = self.responder(request["json"]) if self.responder else Reply()
-        if reply.mode == "text" and isinstance(request["json"].get("max_tokens"), int):
+        limited = reply.within_max_tokens and isinstance(request["json"].get("max_tokens"), int)
+        if reply.mode == "text" and limited:
             reply = reply.within(request["json"]["max_tokens"])
         if reply.mode == "status":
             message = reply.message or f"fake {reply.error_type}"
@@ -243,8 +251,8 @@ class FakeAnthropic:
                 if eof.done():
                     self._note(disconnects=1)
                     return
-                chunk = f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
-                writer.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                for chunk in _wire(event, data, reply):
+                    writer.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
                 await writer.drain()
                 if reply.delay:
                     await asyncio.wait({eof}, timeout=reply.delay)
@@ -299,6 +307,17 @@ async def _respond_json(
     await writer.drain()
 
 
+def _wire(event: str, data: dict[str, Any], reply: Reply) -> list[bytes]:
+    """One event as the server's HTTP chunks."""
+    body = "{not json" if event == "__garbage__" else json.dumps(data)
+    name = "content_block_delta" if event == "__garbage__" else event
+    if not reply.ragged:
+        return [f"event: {name}\ndata: {body}\n\n".encode()]
+    ping = 'event: ping\r\ndata: {"type": "ping"}\r\n\r\n'
+    text = f": keep-alive\r\n\r\n{ping}event: {name}\r\ndata: {body}\r\n\r\n".encode()
+    return [text[at : at + 7] for at in range(0, len(text), 7)]
+
+
 def _events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:
     start = {
         "type": "message_start",
@@ -331,8 +350,10 @@ def _events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:
     for i, text in enumerate(chunks):
         if i == reply.hold_after:
             events.append(("__hold__", {}))
-        if reply.mode in ("error_event", "drop") and i == max(1, len(chunks) // 2):
-            if reply.mode == "drop":
+        if reply.mode in ("error_event", "drop", "garbage") and i == max(1, len(chunks) // 2):
+            if reply.mode == "garbage":
+                events.append(("__garbage__", {}))
+            elif reply.mode == "drop":
                 events.append(("__drop__", {}))
             else:
                 events.append(

@@ -9,9 +9,11 @@ import pytest
 
 from sessions.agent.provider import provider_for
 from sessions.offline import OfflineModel, respond
-from sessions.providers import ProviderError, StreamEnd, TextDelta
+from sessions.providers import ProviderError, StreamEnd, TextDelta, ThinkingDelta, ToolCall
 from sessions.providers.anthropic import AnthropicProvider
 from sessions.providers.local import LocalProvider
+from sessions.providers.sse import events as sse_events
+from sessions.tokens import Usage
 
 from .conftest import FAKE_MODEL
 from .fake_anthropic import Reply
@@ -41,6 +43,55 @@ async def test_claude_streams_text_deltas_then_usage(fake_anthropic):
     assert request["json"]["messages"] == MESSAGES
 
 
+@pytest.mark.parametrize("ragged", [False, True], ids=["tidy wire", "ragged wire"])
+@pytest.mark.asyncio
+async def test_claude_keeps_thinking_text_tool_calls_usage_and_the_stop_reason(
+    fake_anthropic, ragged
+):
+    fake_anthropic.enqueue(
+        Reply(
+            thinking=["Weighing ", "the parser."],
+            chunks=["Reading ", "the file."],
+            tool_uses=[("todo_write", '{"todos": [{"content": "parse", "status": "pending"}]}')],
+            input_tokens=1200,
+            output_tokens=85,
+            cache_read_tokens=900,
+            cache_write_tokens=300,
+            ragged=ragged,
+        )
+    )
+    events = await collect(anthropic_provider(fake_anthropic))
+    assert events == [
+        ThinkingDelta("Weighing "),
+        ThinkingDelta("the parser."),
+        ThinkingDelta("", signature="fake-signature"),
+        TextDelta("Reading "),
+        TextDelta("the file."),
+        ToolCall(
+            "toolu_fake_2",
+            "todo_write",
+            {"todos": [{"content": "parse", "status": "pending"}]},
+            '{"todos": [{"content": "parse", "status": "pending"}]}',
+        ),
+        StreamEnd(Usage(input=1200, output=85, cache_read=900, cache_write=300), "tool_use"),
+    ]
+
+
+@pytest.mark.asyncio
+async def test_server_sent_events_are_read_by_the_standards_rules():
+    async def lines():
+        for line in [": a comment", "data: first", "data:second", "", "", "event: named"]:
+            yield line
+        for line in ['data: {"a": 1}', "id: 7", "retry: 10", "", "data: unended"]:
+            yield line
+
+    assert [event async for event in sse_events(lines())] == [
+        ("message", "first\nsecond"),
+        ("named", '{"a": 1}'),
+        ("message", "unended"),
+    ]
+
+
 @pytest.mark.parametrize(
     ("reply", "kind", "words"),
     [
@@ -56,6 +107,12 @@ async def test_claude_streams_text_deltas_then_usage(fake_anthropic):
         ),
         (Reply(mode="error_event", error_type="overloaded_error"), "overloaded", "overloaded"),
         (Reply(mode="drop"), "network", "network connection lost"),
+        (Reply(mode="garbage"), "api", "the API sent an event agentweb cannot read"),
+        (
+            Reply(mode="error_event", error_type="invalid_request_error"),
+            "api",
+            "API error: fake mid-stream error",
+        ),
         (Reply(mode="no_stop"), "network", "ended before"),
         (
             Reply(mode="status", status=401, error_type="authentication_error"),

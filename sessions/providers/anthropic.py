@@ -13,7 +13,7 @@ import anthropic
 import httpx2
 
 from ..tokens import Usage
-from . import catalog
+from . import catalog, sse
 from .base import (
     Provider,
     ProviderError,
@@ -63,16 +63,20 @@ class AnthropicProvider(Provider):
         client = self._client()
         reading = _Reading()
         try:
-            # The raw event stream, not `messages.stream()`: that helper rebuilds a snapshot
-            # of the whole message and a second event for every delta, which costs a third
-            # of the SDK's time per event. Only text, usage and the stop reason are needed.
-            events = await client.messages.create(**request, stream=True)
-            async with events:
-                async for event in events:
-                    if event.type == "content_block_delta" and event.delta.type == "text_delta":
-                        if event.delta.text:  # the one event of most of a reply: read here
-                            yield TextDelta(event.delta.text)
-                    elif (taken := reading.take(event)) is not None:
+            # The SDK sends the request (headers, retries, an HTTP error named as the API
+            # names it) and agentweb reads the event stream's JSON: the SDK's typed events cost
+            # half its time per event, and `messages.stream()` rebuilds the whole message at
+            # every delta on top. Only text, thinking, tool calls, usage and the stop are kept.
+            create = client.messages.with_streaming_response.create
+            async with create(**request, stream=True) as response:
+                async for name, data in sse.events(response.iter_lines()):
+                    event = json.loads(data)
+                    if name == "content_block_delta" and event["delta"]["type"] == "text_delta":
+                        if text := event["delta"]["text"]:  # most of a reply: read here
+                            yield TextDelta(text)
+                    elif name == "error":
+                        raise _error_event(event, self.spec)
+                    elif (taken := reading.take(name, event)) is not None:
                         yield taken
                 if not reading.stopped:
                     raise ProviderError(
@@ -83,6 +87,10 @@ class AnthropicProvider(Provider):
             raise _failure(error, self.spec, self.stall_seconds) from error
         except httpx2.TransportError as error:  # a dropped body is not the SDK's own error
             raise _failure(error, self.spec, self.stall_seconds) from error
+        except (ValueError, LookupError, TypeError) as error:  # JSON or shape not the API's
+            raise ProviderError(
+                f"the API sent an event agentweb cannot read ({error!r})"
+            ) from error
         yield StreamEnd(reading.usage, reading.stop_reason or "end_turn")
 
     def _request(
@@ -145,40 +153,43 @@ class _Reading:
         self.stopped = False  # message_stop came: the reply is whole
         self.calls: dict[int, tuple[str, str, list[str]]] = {}  # tool_use blocks: id, name, JSON
 
-    def take(self, event: Any) -> ProviderEvent | None:
-        """The provider event this stream event makes, if any."""
-        kind = event.type
-        if kind == "content_block_delta":
-            return self._delta(event.index, event.delta)
-        if kind == "content_block_start" and event.content_block.type == "tool_use":
-            self.calls[event.index] = (event.content_block.id, event.content_block.name, [])
-        elif kind == "content_block_stop" and event.index in self.calls:
-            return _tool_call(*self.calls.pop(event.index))
-        elif kind == "message_start":
-            usage = event.message.usage
+    def take(self, name: str, event: dict[str, Any]) -> ProviderEvent | None:
+        """The provider event this stream event (its name, its JSON) makes, if any."""
+        if name == "content_block_delta":
+            return self._delta(event["index"], event["delta"])
+        if name == "content_block_start" and event["content_block"]["type"] == "tool_use":
+            block = event["content_block"]
+            self.calls[event["index"]] = (block["id"], block["name"], [])
+        elif name == "content_block_stop" and event["index"] in self.calls:
+            return _tool_call(*self.calls.pop(event["index"]))
+        elif name == "message_start":
+            usage = event["message"]["usage"]
             self.usage = Usage(
-                input=usage.input_tokens,
-                output=usage.output_tokens,
-                cache_read=usage.cache_read_input_tokens or 0,
-                cache_write=usage.cache_creation_input_tokens or 0,
+                input=usage.get("input_tokens") or 0,
+                output=usage.get("output_tokens") or 0,
+                cache_read=usage.get("cache_read_input_tokens") or 0,
+                cache_write=usage.get("cache_creation_input_tokens") or 0,
             )
-        elif kind == "message_delta":
-            used = event.usage
+        elif name == "message_delta":
+            used = event.get("usage") or {}
             self.usage = replace(
-                self.usage, input=used.input_tokens or self.usage.input, output=used.output_tokens
+                self.usage,
+                input=used.get("input_tokens") or self.usage.input,
+                output=used.get("output_tokens") or self.usage.output,
             )
-            self.stop_reason = event.delta.stop_reason or self.stop_reason
-        elif kind == "message_stop":
+            self.stop_reason = event["delta"].get("stop_reason") or self.stop_reason
+        elif name == "message_stop":
             self.stopped = True
-        return None
+        return None  # ping, and events a later API adds
 
-    def _delta(self, index: int, delta: Any) -> ProviderEvent | None:
-        if delta.type == "thinking_delta" and delta.thinking:
-            return ThinkingDelta(delta.thinking)
-        if delta.type == "signature_delta":
-            return ThinkingDelta("", signature=delta.signature)
-        if delta.type == "input_json_delta" and index in self.calls:
-            self.calls[index][2].append(delta.partial_json)
+    def _delta(self, index: int, delta: dict[str, Any]) -> ProviderEvent | None:
+        kind = delta["type"]
+        if kind == "thinking_delta" and delta["thinking"]:
+            return ThinkingDelta(delta["thinking"])
+        if kind == "signature_delta":
+            return ThinkingDelta("", signature=delta["signature"])
+        if kind == "input_json_delta" and index in self.calls:
+            self.calls[index][2].append(delta["partial_json"])
         return None
 
 
@@ -233,19 +244,32 @@ TOO_LONG = ("prompt is too long", "exceed context limit")
 
 
 def _status_error(error: anthropic.APIStatusError, spec: ModelSpec) -> ProviderError:
-    """Name the real cause: an HTTP status, or the `error` event inside a 200 stream."""
-    detail = error.api_message or str(error)
-    if error.status_code == 400 and any(words in detail for words in TOO_LONG):
+    """An HTTP error status, named as the API names it."""
+    return _api_error(error.status_code, error.type, error.api_message or str(error), spec)
+
+
+def _error_event(event: dict[str, Any], spec: ModelSpec) -> ProviderError:
+    """The `error` event inside a 200 stream (an overload mid-reply, say)."""
+    error = event.get("error") or {}
+    detail = str(error.get("message") or event)
+    return _api_error(200, str(error.get("type") or ""), detail, spec)
+
+
+def _api_error(
+    status_code: int, error_type: str | None, detail: str, spec: ModelSpec
+) -> ProviderError:
+    """Name the real cause: an HTTP status, or the error the stream carried."""
+    if status_code == 400 and any(words in detail for words in TOO_LONG):
         return ProviderError.too_long(spec, detail)
-    error_type = error.type or {
+    error_type = error_type or {
         429: "rate_limit_error",
         529: "overloaded_error",
         401: "authentication_error",
-    }.get(error.status_code, "")
+    }.get(status_code, "")
     reason, kind = _REASONS_BY_TYPE.get(error_type, (None, "api"))
     if reason is None:
-        status = f" {error.status_code}" if error.status_code != 200 else ""
+        status = f" {status_code}" if status_code != 200 else ""
         reason = f"API error{status}: {detail}"
-    elif error.status_code != 200:
-        reason = f"{reason} ({error.status_code})"
+    elif status_code != 200:
+        reason = f"{reason} ({status_code})"
     return ProviderError(reason, kind=kind)
