@@ -97,6 +97,17 @@
   document.addEventListener("htmx:wsAfterMessage", addCodeCopyButtons);
   document.addEventListener("htmx:afterSwap", addCodeCopyButtons);
 
+  // A message's edit form stays a template until its Edit is opened: a page of many messages
+  // would otherwise lay out a hidden text box for each, the longest task of its load.
+  document.addEventListener("toggle", (event) => {
+    const details = event.target;
+    if (!details.open || !details.matches || !details.matches("details.edit")) return;
+    const template = details.querySelector(":scope > template");
+    if (!template) return;
+    template.replaceWith(template.content.cloneNode(true));
+    htmx.process(details);
+  }, true);
+
   // Slash-command menu, and the @ menu of sessions to mention: one open at a time.
   const MENUS = ["#slash-menu", "#mention-menu"];
   function openMenu() { return MENUS.map($).find((menu) => menu && !menu.hidden) || null; }

@@ -180,6 +180,25 @@ def test_earlier_entries_load_on_scrolling_up_and_keep_the_place(signed_in, serv
     expect(page.locator(".earlier")).to_have_count(0)
 
 
+def test_a_long_page_lays_out_no_edit_box_until_its_edit_is_opened(signed_in, server_url):
+    page = signed_in
+    page.set_viewport_size(LAPTOP)
+    session = long_session(260)  # a user message every other entry, each with its Edit
+    page.goto(f"{server_url}{session.get_absolute_url()}")
+    expect(page.locator("#transcript .entry")).to_have_count(200)
+    assert page.locator("textarea").count() == 1  # the message box alone
+    last_question = page.locator("#transcript .entry--user").last
+    last_question.get_by_text("Edit", exact=True).click()
+    wording = last_question.get_by_label("New wording")
+    expect(wording).to_have_value(re.compile(r"^Step 259: the parser and the config loader"))
+    assert page.locator("textarea").count() == 2
+    wording.fill("Step 259, again")
+    last_question.get_by_role("button", name="Send edited message").click()
+    expect(page.locator("#transcript .entry--user").last.locator(".markdown")).to_have_text(
+        "Step 259, again"
+    )
+
+
 def test_escape_closes_the_slash_menu_before_it_cancels(on_claude, claude_url):
     page = on_claude
     session = long_session(4, user="reader", model=FAKE_MODEL)
