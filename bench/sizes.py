@@ -1,7 +1,9 @@
 """How the session page, side by side and the handoff switch grow with a session's size.
 
 For sessions of 10, 1,000 and 10,000 entries, medians of: the session page, side by side
-(cold coverage cache, and with the report cached) and the handoff switch after the document,
+(its first visit, after the session page: the coverage report computed, the messages' HTML
+already rendered once by the process; with the report cached; and in a process that has
+rendered none of them) and the handoff switch after the document,
 with their query counts, and a socket's catch-up when it connects with nothing new (what
 every open tab does on reconnect).
 Targets (issue 10): page and side by side < 300 ms at 10,000 entries with a constant query
@@ -28,7 +30,7 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
-from sessions import consumers, handoff  # noqa: E402
+from sessions import consumers, handoff, rendering  # noqa: E402
 from sessions.models import ChatSession, Entry  # noqa: E402
 
 DOCUMENT = "\n\n".join(f"## {name}\nsrc/app/module_7.py" for name in handoff.SECTIONS)
@@ -88,13 +90,20 @@ def measure(client: Client, session: ChatSession, runs: int) -> str:
         client.get(compare)
 
     compare_s = median_seconds(cold, runs)
+
+    def fresh() -> None:  # as a process that has rendered none of these messages yet
+        cache.clear()
+        rendering._rendered.clear()
+        client.get(compare)
+
+    fresh_s = median_seconds(fresh, runs)
     client.get(compare)
     warm_s = median_seconds(lambda: client.get(compare), runs)
     catch_up_s = median_seconds(lambda: consumers._catch_up(session.pk, session.leaf_id or 0), runs)
     return (
         f"page {page_s * 1000:6.1f} ms ({queries(client, page)} queries)  "
         f"side by side {compare_s * 1000:6.1f} ms ({queries(client, compare)} queries), "
-        f"report cached {warm_s * 1000:6.1f} ms  "
+        f"report cached {warm_s * 1000:6.1f} ms, in a fresh process {fresh_s * 1000:6.1f} ms  "
         f"switch {statistics.median(switches) * 1000:5.1f} ms  "
         f"socket catch-up {catch_up_s * 1000:5.1f} ms"
     )

@@ -17,9 +17,11 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any, Protocol
 
 import ahocorasick
 
+from .content import EntryLike
 from .context import first_kept, in_context, latest_compaction
 from .items import (
     KIND_LABELS,
@@ -31,7 +33,6 @@ from .items import (
     entry_pieces,
     normalise,
 )
-from .models import Entry
 
 
 def _phrases(kind: str, item: str) -> tuple[str, ...]:
@@ -144,13 +145,20 @@ SALIENT = 4.5  # from this salience on, an item is one a handoff must carry
 WEIGHT_FROM = 3.0  # below this salience an item does not count in the score
 
 
-def _is_read(entry: Entry) -> bool:
+class ItemsEntry(EntryLike, Protocol):
+    """An entry with the items extracted when it was written (a model Entry, or a store row)."""
+
+    @property
+    def items(self) -> list[list[Any]] | None: ...
+
+
+def _is_read(entry: EntryLike) -> bool:
     """What a handoff must carry is what the conversation held: not the entries left out of its
     context (the handoff exchanges, replies cancelled or failed), nor a handoff's notes."""
     return in_context(entry) and entry.custom_type != "handoff_notes"
 
 
-def context_start(entries: Sequence[Entry]) -> int:
+def context_start(entries: Sequence[EntryLike]) -> int:
     """Where the model's context begins on the branch: the latest compaction's first kept entry
     (its summary stands for everything before), or the start."""
     at = latest_compaction(entries)
@@ -172,13 +180,13 @@ class Item:
     in_error: bool = False
     in_context: bool = False  # mentioned since the latest compaction (or in its summary)
     reasons: tuple[str, ...] = ()
-    last_where: Entry | str | None = field(default=None, repr=False)  # its last entry, or text
+    last_where: EntryLike | str | None = field(default=None, repr=False)  # its last entry, or text
 
     @property
     def snippet(self) -> str:
         """The line it was last seen in."""
         where = self.last_where
-        if isinstance(where, Entry):
+        if where is not None and not isinstance(where, str):
             where = "\n".join(piece.text for piece in entry_pieces(where))
         return _line_around(where or "", self.text)
 
@@ -201,7 +209,7 @@ class Item:
         return f"{where}, entry {self.last_position + 1:,} of {total:,}"
 
 
-def items_of(entries: Sequence[Entry], cwd: str = "") -> list[Item]:
+def items_of(entries: Sequence[ItemsEntry], cwd: str = "") -> list[Item]:
     """Every concrete item of a branch with its salience, most salient first."""
     tally = _Tally(cwd)
     context_from = context_start(entries)
@@ -242,7 +250,7 @@ class _Tally:
         error: bool,
         position: int,
         compacted: bool,
-        where: Entry | str,
+        where: EntryLike | str,
     ) -> None:
         key = (kind, path_key(text, self.cwd) if kind == "path" else _normalised(text) or text)
         item = self.found.get(key)
@@ -369,6 +377,11 @@ class Coverage:
         """Items too many (and too little salient) to list."""
         return max(0, len(self.items) - self.SHOWN)
 
+    def quoted(self) -> list[Any]:
+        """The entries the listed items' snippets come from."""
+        wheres = (item.last_where for item in self.items[: self.SHOWN])
+        return [where for where in wheres if where is not None and not isinstance(where, str)]
+
     def by_kind(self) -> list[tuple[str, list[Item]]]:
         listed = self.items[: self.SHOWN]
         groups = [
@@ -377,7 +390,7 @@ class Coverage:
         return [(label, items) for label, items in groups if items]
 
 
-def coverage(old_entries: Sequence[Entry], document: str, cwd: str = "") -> Coverage:
+def coverage(old_entries: Sequence[ItemsEntry], document: str, cwd: str = "") -> Coverage:
     """The old branch's items (handoff exchanges excluded), each checked against the document."""
     items = items_of(old_entries, cwd)
     checked = Document(document)

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from functools import lru_cache
 
 import nh3
+from cachetools import LRUCache, cached
 from markdown_it import MarkdownIt
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
@@ -48,6 +50,15 @@ def _markdown(breaks: bool = False) -> MarkdownIt:
     ).enable(["table", "strikethrough"])
 
 
+# A message never changes once written, so its HTML is rendered once per process: the session
+# page, side by side and the earlier entries show the same messages again and again. Kept by
+# size (about 16 MB of text and HTML), the least recently shown dropped first.
+_rendered: LRUCache[tuple[str, bool], str] = LRUCache(
+    maxsize=16_000_000, getsizeof=lambda html: 2 * len(html)
+)
+
+
+@cached(_rendered, key=lambda text, *, breaks=False: (text, breaks), lock=threading.Lock())
 def render_markdown(text: str, *, breaks: bool = False) -> str:
     """Render untrusted markdown: raw HTML is escaped by the parser, the output is sanitised.
     With `breaks`, each new line is a line break (a person's own message, typed as lines)."""
