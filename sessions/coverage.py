@@ -377,11 +377,6 @@ class Coverage:
         """Items too many (and too little salient) to list."""
         return max(0, len(self.items) - self.SHOWN)
 
-    def quoted(self) -> list[Any]:
-        """The entries the listed items' snippets come from."""
-        wheres = (item.last_where for item in self.items[: self.SHOWN])
-        return [where for where in wheres if where is not None and not isinstance(where, str)]
-
     def by_kind(self) -> list[tuple[str, list[Item]]]:
         listed = self.items[: self.SHOWN]
         groups = [

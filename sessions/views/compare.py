@@ -83,7 +83,6 @@ def _coverage_report(old: ChatSession, seed: Entry) -> coverage.Coverage | str:
         return "The coverage of this handoff is being worked out: reload in a moment."
     try:
         report = coverage.coverage(store.branch_rows(old), handoff.unwrap(seed.text), old.cwd)
-        store.with_content(report.quoted())  # the entries its snippets are read from
         cache.set(key, report, timeout=3600)
     finally:
         cache.delete(f"{key}:busy")
