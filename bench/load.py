@@ -8,6 +8,7 @@ the first delta's latency, and the server's memory (RSS: idle, with N sockets, a
     .venv/bin/python bench/load.py --sessions 10,50,100,200 --tokens 200 --rate 40
     .venv/bin/python bench/load.py --sessions 200 --layer redis
     .venv/bin/python bench/load.py --sessions 200 --spread 5   # prompts over 5 s, not at once
+    .venv/bin/python bench/load.py --sessions 400 --layer redis --processes 2 --cancels 20
 
 `make load` runs that; CI runs tests/test_load.py (a small N, the same code).
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import html
 import json
 import os
@@ -34,6 +36,7 @@ class Tab:
     sent_at: float = 0.0
     deltas: list[tuple[float, str]] = field(default_factory=list)
     error: str = ""
+    done: bool = False  # its reply ended
 
     @property
     def text(self) -> str:
@@ -50,6 +53,10 @@ class Report:
     rss_connected_kb: int
     rss_after_kb: int
     cpu_seconds: float = 0.0  # the daphne process's CPU time from the prompts to the last end
+    # cancels sent by a tab on another process than the one generating, during the load:
+    # (ms to the model connection closed, ms to "Cancelled" in the cancelling tab, whether the
+    # load's streams were still running)
+    cancels: list[tuple[float, float, bool]] = field(default_factory=list)
 
     @property
     def expected(self) -> str:
@@ -85,6 +92,20 @@ class Report:
             f"RSS idle {self.rss_idle_kb / 1024:.0f} MB, +{per_socket:.0f} KB a socket, "
             f"after {self.rss_after_kb / 1024:.0f} MB  "
             f"CPU {self.cpu_seconds * 1000 / max(1, self.sessions):.0f} ms a stream"
+            + self.cancel_line()
+        )
+
+    def cancel_line(self) -> str:
+        if not self.cancels:
+            return ""
+        closed = sorted(ms for ms, _, _ in self.cancels)
+        shown = sorted(ms for _, ms, _ in self.cancels)
+        during = sum(running for _, _, running in self.cancels)
+        return (
+            f"\n        {len(self.cancels)} cancels across processes ({during} while the load "
+            f"streamed): model connection closed p50/p95 {_pct(closed, 50):4.0f} /"
+            f"{_pct(closed, 95):4.0f} ms, Cancelled in the cancelling tab p50/p95 "
+            f"{_pct(shown, 50):4.0f} /{_pct(shown, 95):4.0f} ms"
         )
 
 
@@ -115,13 +136,16 @@ async def run(
     timeout: float,
     spread: float = 0.0,
     on_ready: Any = None,
+    tabs: list[Tab] | None = None,
 ) -> tuple[list[Tab], int]:
     """Open a tab per session; once every tab has its page state (the status line of its first
     sync), send a prompt in each: all at once, or at even intervals over `spread` seconds.
     Read every frame to the reply's end."""
     from websockets.asyncio.client import connect
 
-    tabs = [Tab() for _ in session_ids]
+    if tabs is None:
+        tabs = []
+    tabs[:] = [Tab() for _ in session_ids]  # the caller's list, so it can watch them
     ready = asyncio.Event()
     synced = 0
     rss_connected = 0
@@ -154,6 +178,7 @@ async def run(
                     if "Failed:" in frame:
                         tab.error = frame[:300]
                     if "entry--assistant status--" in frame:
+                        tab.done = True
                         return
         except Exception as error:  # noqa: BLE001 - every failure is a result to report
             tab.error = f"{type(error).__name__}: {error}"
@@ -163,6 +188,64 @@ async def run(
         *(one(i, tab, sid) for i, (tab, sid) in enumerate(zip(tabs, session_ids, strict=True)))
     )
     return tabs, rss_connected
+
+
+class Cancels:
+    """Sessions whose replies a tab on another process than their generation's cancels while
+    the load streams: a prompt in each from a tab on the first process, every reply streaming
+    before the load starts; then, one at a time once the load's replies stream, a tab on the
+    last process cancels one, timed to the model connection closing (the fake server's count
+    of disconnects) and to `Cancelled` in that tab."""
+
+    def __init__(self, servers: list[Any], fake: Any, cookie: str, timeout: float) -> None:
+        self.start, self.other = servers[0], servers[-1]
+        self.fake, self.timeout = fake, timeout
+        self.headers = {"Cookie": f"sessionid={cookie}"}
+        self.stack = contextlib.AsyncExitStack()
+        self.tabs: list[Any] = []  # the cancelling tabs, one a session
+
+    async def start_replies(self, session_ids: list[int]) -> None:
+        from websockets.asyncio.client import connect
+
+        for session_id in session_ids:
+            path = f"/ws/sessions/{session_id}/"
+            a = await self.stack.enter_async_context(
+                connect(
+                    self.start.ws_url(path), additional_headers=self.headers, origin=self.start.url
+                )
+            )
+            b = await self.stack.enter_async_context(
+                connect(
+                    self.other.ws_url(path), additional_headers=self.headers, origin=self.other.url
+                )
+            )
+            await a.send(json.dumps({"message": f"cancel me {session_id}"}))
+            self.tabs.append(b)
+        for b in self.tabs:
+            while "token0 " not in str(await asyncio.wait_for(b.recv(), self.timeout)):
+                pass  # its reply streams
+
+    async def cancel_each(self, streaming: Any) -> list[tuple[float, float, bool]]:
+        found: list[tuple[float, float, bool]] = []
+        fake = self.fake
+        for b in self.tabs:
+            running = streaming()
+            before = fake.disconnects
+
+            def closed_at(before: int = before) -> float:
+                fake.wait_for(lambda: fake.disconnects > before, self.timeout)
+                return time.monotonic()
+
+            sent = time.monotonic()
+            await b.send(json.dumps({"action": "cancel"}))
+            closing = asyncio.ensure_future(asyncio.to_thread(closed_at))
+            while "Cancelled" not in (frame := str(await asyncio.wait_for(b.recv(), self.timeout))):
+                if "Nothing is running." in frame:
+                    raise SystemExit("a cancel came after its reply had ended")
+            shown = time.monotonic()
+            found.append(((await closing - sent) * 1000, (shown - sent) * 1000, running))
+        await self.stack.aclose()
+        return found
 
 
 def prepare(sessions: int) -> tuple[str, list[int]]:
@@ -190,27 +273,57 @@ def server_env(fake_url: str, sessions: int, redis_url: str = "") -> dict[str, s
 
 
 async def measure(
-    server: Any, fake: Any, sessions: int, tokens: int, rate: float, spread: float = 0.0
+    server: Any,
+    fake: Any,
+    sessions: int,
+    tokens: int,
+    rate: float,
+    spread: float = 0.0,
+    cancels: int = 0,
 ) -> Report:
     """N sessions streaming at once through `server` (a Daphne, or a list of them: the tabs are
-    split between the processes; memory and CPU are their sums)."""
+    split between the processes; memory and CPU are their sums), and `cancels` more sessions
+    cancelled from another process than their generation's while the N stream."""
     from channels.db import database_sync_to_async
 
     from tests.fake_anthropic import Reply
 
-    fake.responder = lambda body: Reply.slow(tokens=tokens, delay=1 / rate)
-    cookie, ids = await database_sync_to_async(prepare)(sessions)
+    def responder(body: dict[str, Any]) -> Any:
+        # a reply to be cancelled streams until it is: long past the load's own
+        cancelled = "cancel me" in json.dumps(body.get("messages", [])[-1:])
+        return Reply.slow(tokens=tokens * (100 if cancelled else 1), delay=1 / rate)
+
+    fake.responder = responder
+    cookie, ids = await database_sync_to_async(prepare)(sessions + cancels)
+    ids, cancelled = ids[:sessions], ids[sessions:]
     servers = server if isinstance(server, list) else [server]
     pids = [one.process.pid for one in servers]
     idle = sum(rss_kb(pid) for pid in pids)
     cpu: list[float] = []
-    tabs, connected = await run(
-        servers, cookie, ids, timeout=60 + tokens / rate, spread=spread,
-        on_ready=lambda: cpu.append(sum(cpu_seconds(pid) for pid in pids)),
-    )  # fmt: skip
+    started = asyncio.Event()
+    timeout = 60 + tokens / rate
+    tabs: list[Tab] = []
+
+    def on_ready() -> None:
+        cpu.append(sum(cpu_seconds(pid) for pid in pids))
+        started.set()
+
+    def streaming() -> bool:
+        return any(tab.deltas and not tab.done for tab in tabs)
+
+    cancelling = Cancels(servers, fake, cookie, timeout)
+    await cancelling.start_replies(cancelled)
+    load = asyncio.ensure_future(run(servers, cookie, ids, timeout, spread, on_ready, tabs))
+    timed: list[tuple[float, float, bool]] = []
+    if cancelled:
+        await started.wait()
+        while sum(bool(tab.deltas) for tab in tabs) < len(tabs) / 2 and not load.done():
+            await asyncio.sleep(0.05)  # until the load's replies stream
+        timed = await cancelling.cancel_each(streaming)
+    tabs, connected = await load
     used = sum(cpu_seconds(pid) for pid in pids) - cpu[0] if cpu else 0.0
     after = sum(rss_kb(pid) for pid in pids)
-    return Report(sessions, tokens, rate, tabs, idle, connected, after, used)
+    return Report(sessions, tokens, rate, tabs, idle, connected, after, used, timed)
 
 
 def main() -> None:
@@ -233,6 +346,11 @@ def main() -> None:
     parser.add_argument(
         "--profile", action="store_true", help="py-spy on daphne during each N (needs py-spy)"
     )
+    parser.add_argument(
+        "--cancels", type=int, default=0,
+        help="this many more sessions, each cancelled by a tab on another process than its "
+        "generation's while the N stream (needs --processes 2)",
+    )  # fmt: skip
     parser.add_argument(
         "--processes", type=int, default=1,
         help="daphne processes behind the one Redis (the README's set-up); N is split between them",
@@ -258,7 +376,7 @@ def main() -> None:
     )
     try:
         for n in (int(value) for value in args.sessions.split(",")):
-            env = server_env(fake.url, n, redis.url if redis else "")
+            env = server_env(fake.url, n + args.cancels, redis.url if redis else "")
             if args.layer == "redis-queued":
                 env["AGENTWEB_CHANNEL_LAYER"] = "queued"
             servers = [Daphne(f"daphne-load-{n}-{p}", **env) for p in range(args.processes)]
@@ -267,7 +385,7 @@ def main() -> None:
             try:
                 with profiling:
                     report = asyncio.run(
-                        measure(servers, fake, n, args.tokens, args.rate, args.spread)
+                        measure(servers, fake, n, args.tokens, args.rate, args.spread, args.cancels)
                     )
             finally:
                 for server in servers:
