@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import html
 import json
+import math
 import os
 import re
 import time
@@ -233,8 +234,8 @@ class Cancels:
             before = fake.disconnects
 
             def closed_at(before: int = before) -> float:
-                fake.wait_for(lambda: fake.disconnects > before, self.timeout)
-                return time.monotonic()
+                closed = fake.wait_for(lambda: fake.disconnects > before, self.timeout)
+                return time.monotonic() if closed else math.inf
 
             sent = time.monotonic()
             await b.send(json.dumps({"action": "cancel"}))

@@ -5,6 +5,7 @@ bench`). Every token reaches every tab, in order, with no error."""
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import Any
 
 import pytest
@@ -30,15 +31,15 @@ async def test_ten_sessions_streaming_at_once_lose_no_token(django_db_setup: Any
     assert report.rss_after_kb > 0
 
 
-async def test_two_processes_behind_one_redis_split_the_tabs_and_lose_no_token(
+async def test_two_processes_behind_one_redis_split_the_tabs_lose_no_token_and_cancel_across(
     django_db_setup: Any, fake_server
 ):
     fake_server.reset()
     redis = await asyncio.to_thread(RedisServer)
-    env = server_env(fake_server.url, 8, redis.url)
+    env = server_env(fake_server.url, 8 + 2, redis.url)
     servers = [Daphne(f"daphne-load-{n}", **env) for n in (1, 2)]
     try:
-        report = await measure(servers, fake_server, sessions=8, tokens=40, rate=40)
+        report = await measure(servers, fake_server, sessions=8, tokens=40, rate=40, cancels=2)
     finally:
         for server in servers:
             await asyncio.to_thread(server.stop)
@@ -48,3 +49,6 @@ async def test_two_processes_behind_one_redis_split_the_tabs_and_lose_no_token(
     assert report.lost == 0
     assert all(len(tab.deltas) > 1 for tab in report.tabs)
     assert report.cpu_seconds > 0
+    # each cancel, sent from the other process, closed its model connection and showed
+    assert len(report.cancels) == 2
+    assert all(closed != math.inf and shown > 0 for closed, shown, _ in report.cancels)
