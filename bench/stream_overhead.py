@@ -34,6 +34,7 @@ from sessions.providers.anthropic import AnthropicProvider  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic, Reply  # noqa: E402
 
 MESSAGES = [{"role": "user", "content": [{"type": "text", "text": "bench"}]}]
+MAX = 8_192  # the max_tokens agentweb asks for: the fake server stops there, as the API does
 
 
 _sdk_clients: dict[str, anthropic.AsyncAnthropic] = {}
@@ -48,7 +49,7 @@ async def via_sdk(fake: FakeAnthropic, tokens: int) -> int:
     client = _sdk_clients[fake.url]
     count = 0
     started = time.perf_counter()
-    async with client.messages.stream(model=MODEL, max_tokens=10, messages=MESSAGES) as stream:
+    async with client.messages.stream(model=MODEL, max_tokens=MAX, messages=MESSAGES) as stream:
         async for event in stream:
             if event.type == "text":
                 if not count:
@@ -70,7 +71,7 @@ async def via_sdk_raw(fake: FakeAnthropic, tokens: int) -> int:
             http_client=anthropic.DefaultAioHttpClient(),
         )
     events = await _raw_clients[fake.url].messages.create(
-        model=MODEL, max_tokens=10, messages=MESSAGES, stream=True
+        model=MODEL, max_tokens=MAX, messages=MESSAGES, stream=True
     )
     count = 0
     async with events:
@@ -126,17 +127,21 @@ async def main() -> None:
     def reply() -> None:
         fake.enqueue(Reply(chunks=[f"t{i} " for i in range(args.tokens)]))
 
+    def whole(name: str, count: int) -> None:
+        if count != args.tokens:  # a read that stopped early would time less than the stream
+            raise SystemExit(f"{name} read {count} of the {args.tokens} deltas")
+
     async def sdk() -> None:
         reply()
-        await via_sdk(fake, args.tokens)
+        whole("sdk", await via_sdk(fake, args.tokens))
 
     async def sdk_raw() -> None:
         reply()
-        await via_sdk_raw(fake, args.tokens)
+        whole("sdk-raw", await via_sdk_raw(fake, args.tokens))
 
     async def provider() -> None:
         reply()
-        await via_provider(fake, args.tokens)
+        whole("provider", await via_provider(fake, args.tokens))
 
     async def browser() -> None:
         reply()
