@@ -27,6 +27,7 @@ MARKDOWN_INLINE = [
     (re.compile(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])"), r"\1"),
     (re.compile(r"(?<![\w_])_(?=\S)(.+?)(?<=\S)_(?![\w_])"), r"\1"),
 ]
+INLINE_MARKS = re.compile(r"[\[`*_~]")  # a line without any has no inline markdown
 FORK_MARK = "Fork of "
 
 
@@ -140,8 +141,9 @@ def plain_line(line: str) -> str:
     """One line of markdown as the words it shows: no heading, quote or list marks before it
     ("## Plan", "- [ ] Read…"), no emphasis, code or link marks in it, one space apart."""
     line = MARKDOWN_LEAD.sub("", line) or line
-    for mark, words in MARKDOWN_INLINE:
-        line = mark.sub(words, line)
+    if INLINE_MARKS.search(line):  # most lines have none: the tree reads one an entry
+        for mark, words in MARKDOWN_INLINE:
+            line = mark.sub(words, line)
     return " ".join(line.split())
 
 

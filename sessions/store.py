@@ -125,11 +125,27 @@ class TreeRow:
 
     id: int
     depth: int  # how many forks lie above it
-    label: str  # who speaks, or what kind of entry it is
-    text: str  # the start of its text
+    read: tuple[str, str, str, str, object, object]  # kind, role, custom, text, purpose, setting
     on_branch: bool  # on the session's current branch
     is_leaf: bool
     forks: int  # how many branches start under it (0 or 1: none)
+
+    @property
+    def label(self) -> str:
+        """Who speaks, or what kind of entry it is."""
+        kind, role, custom, _, purpose, setting = self.read
+        return tree_label(kind, role, custom, purpose, setting)
+
+    @property
+    def text(self) -> str:
+        """The start of its words, without markdown marks or the handoff wrapper (worked out
+        for the rows a page shows only: a tree of 99,000 entries shows 500)."""
+        text = self.read[3]
+        shown, wrapper_end, _ = text.partition("</handoff-context>")  # not its closing line
+        words = plain_words(shown.replace("<handoff-context>", ""))
+        if len(text) == TREE_READ and not wrapper_end and " " in words:  # a cut word
+            words = words.rsplit(" ", 1)[0] + "…"
+        return cut_at_word(words, TREE_TEXT)
 
     @property
     def indent(self) -> int:
@@ -159,15 +175,10 @@ def tree(session: ChatSession) -> list[TreeRow]:
         "data__fields__modelId",
     )
     parents: dict[int, int | None] = {}
-    about: dict[int, tuple[str, str]] = {}
+    about: dict[int, tuple[str, str, str, str, object, object]] = {}
     for entry_id, parent_id, kind, role, custom, text, purpose, level, model in rows:
         parents[entry_id] = parent_id
-        shown, wrapper_end, _ = text.partition("</handoff-context>")  # not its closing line
-        words = plain_words(shown.replace("<handoff-context>", ""))
-        if len(text) == TREE_READ and not wrapper_end and " " in words:  # a cut word
-            words = words.rsplit(" ", 1)[0] + "…"
-        words = cut_at_word(words, TREE_TEXT)
-        about[entry_id] = (tree_label(kind, role, custom, purpose, level or model), words)
+        about[entry_id] = (kind, role, custom, text, purpose, level or model)
     children_of = children(parents)
     leaf = leaf_of(session)
     branch = set(path_to(leaf, parents))
@@ -177,10 +188,11 @@ def tree(session: ChatSession) -> list[TreeRow]:
         stack = [(root, 1) for root, _ in stack]
     while stack:
         entry_id, depth = stack.pop()
-        label, text = about[entry_id]
         under = children_of.get(entry_id, [])
         lines.append(
-            TreeRow(entry_id, depth, label, text, entry_id in branch, entry_id == leaf, len(under))
+            TreeRow(
+                entry_id, depth, about[entry_id], entry_id in branch, entry_id == leaf, len(under)
+            )
         )
         deeper = depth + 1 if len(under) > 1 else depth
         stack.extend((child, deeper) for child in reversed(under))
