@@ -35,8 +35,8 @@ def branch_ending_at(leaf_id: int | None, entries: Iterable[Entry]) -> list[Entr
 @dataclass(slots=True)
 class Row:
     """An entry of a branch read without its content: what the coverage report counts (its
-    extracted items), at a fraction of a model instance's cost. Its `content` (and `text`) is
-    None until `with_content` reads it: side by side quotes none."""
+    extracted items), at a fraction of a model instance's cost. Its `content` is None (its
+    `text` empty) until `with_content` reads it: side by side quotes none."""
 
     pk: int
     parent_id: int | None
