@@ -162,6 +162,20 @@ def test_side_by_side_highlights_the_document_and_the_seed_and_shows_coverage(si
     assert "— recent; last seen in an assistant reply, entry 2 of 4" in below
 
 
+def test_side_by_side_counts_entries_written_before_their_items_were_kept(signed_in, owner):
+    old = make_session(owner)
+    old.append_message(
+        "user",
+        [{"type": "text", "text": "Edit src/parser.py; it fails with ValueError: bad header"}],
+    )
+    old.append_message("assistant", [{"type": "text", "text": "Reading takes 850 ms."}])
+    Entry.objects.filter(session=old).update(items=None)  # as rows of an older agentweb
+    new = hand_off(old, "## Critical Context\n- src/parser.py raises ValueError (bad header)")
+    html = signed_in.get(reverse("chat:compare", args=[new.pk, old.pk])).content.decode()
+    assert "<strong>1 of 1</strong> salient items" in html and "(2 of 3 items in all)" in html
+    assert "<code>850 ms</code>" in html
+
+
 def test_the_panel_lists_exactly_the_salient_items_its_figure_counts_as_not_carried(
     signed_in, owner
 ):
