@@ -23,8 +23,9 @@ class StatusLine:
     session_usage: Usage = field(default_factory=Usage)
 
 
-def read(session: ChatSession) -> StatusLine:
-    """The status line of `session`, as just read."""
+def read(session: ChatSession, *, queued: int | None = None) -> StatusLine:
+    """The status line of `session`, as just read (`queued`: the prompts waiting, when the
+    caller knows them already)."""
     context_before = None
     if session.parent_session_id:
         seed = Entry.objects.filter(session=session, parent__isnull=True).only("data").first()
@@ -33,7 +34,7 @@ def read(session: ChatSession) -> StatusLine:
         generating=session.is_generating,
         generation_kind=session.generation_kind,
         generation_started_at=session.generation_started_at,
-        queued=PendingPrompt.objects.filter(session=session).count(),
+        queued=PendingPrompt.objects.filter(session=session).count() if queued is None else queued,
         interrupted=session.was_interrupted,
         context_before=context_before,
         session_usage=usage.of_sessions([session.pk])[session.pk],

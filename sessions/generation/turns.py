@@ -102,7 +102,7 @@ def first_turn(
     if queued or due:
         PendingPrompt.objects.create(session_id=session.pk, text=text)
         return next_turn(session, generation_id, auto_handoff=True)
-    return _begin(session, text, reread=False)
+    return _begin(session, text, reread=False, queued=0)
 
 
 def next_turn(session: ChatSession, generation_id: str, *, auto_handoff: bool) -> Turn:
@@ -120,15 +120,16 @@ def next_turn(session: ChatSession, generation_id: str, *, auto_handoff: bool) -
     return _begin(session, text, reread=True)
 
 
-def _begin(session: ChatSession, text: str, *, reread: bool) -> Turn:
+def _begin(session: ChatSession, text: str, *, reread: bool, queued: int | None = None) -> Turn:
     """The prompt stored as the session's next user message; the status line as it starts.
     `session` was read as its claim was taken; a later turn's rereads it (the claim's lease and
-    kind have moved since)."""
+    kind have moved since). `queued`: the prompts waiting, when known (a first turn sent at
+    once found none)."""
     text = PromptTemplate.expand(session.owner_id, text)
     content = [{"type": "text", "text": text}]
     user = session.append_message(Entry.Role.USER, content, data=mentions.data_of(session, text))
     shown = ChatSession.objects.get(pk=session.pk) if reread else session
-    return Turn(text, user, status=StatusShown(shown, status.read(shown)))
+    return Turn(text, user, status=StatusShown(shown, status.read(shown, queued=queued)))
 
 
 def next_prompt_or_release(session_id: int, generation_id: str) -> str | None:
