@@ -132,14 +132,23 @@ def test_renaming_another_users_session_is_not_found(signed_in, other_user):
     )
 
 
-def test_side_by_side_highlights_the_document_and_the_seed_and_shows_coverage(signed_in, owner):
+def a_parser_error(owner) -> ChatSession:
+    """A session where the user names a file and its error, and the reply a timing."""
     old = make_session(owner)
     old.append_message(
         "user",
         [{"type": "text", "text": "Edit src/parser.py; it fails with ValueError: bad header"}],
     )
     old.append_message("assistant", [{"type": "text", "text": "Reading takes 850 ms."}])
-    new = hand_off(old, "## Critical Context\n- src/parser.py raises ValueError (bad header)")
+    return old
+
+
+PARSER_DOCUMENT = "## Critical Context\n- src/parser.py raises ValueError (bad header)"
+
+
+def test_side_by_side_highlights_the_document_and_the_seed_and_shows_coverage(signed_in, owner):
+    old = a_parser_error(owner)
+    new = hand_off(old, PARSER_DOCUMENT)
     html = signed_in.get(reverse("chat:compare", args=[new.pk, old.pk])).content.decode()
     assert html.index(f'Old: <a href="/sessions/{old.pk}/"') < html.index(
         f'New: <a href="/sessions/{new.pk}/"'
@@ -163,14 +172,9 @@ def test_side_by_side_highlights_the_document_and_the_seed_and_shows_coverage(si
 
 
 def test_side_by_side_counts_entries_written_before_their_items_were_kept(signed_in, owner):
-    old = make_session(owner)
-    old.append_message(
-        "user",
-        [{"type": "text", "text": "Edit src/parser.py; it fails with ValueError: bad header"}],
-    )
-    old.append_message("assistant", [{"type": "text", "text": "Reading takes 850 ms."}])
+    old = a_parser_error(owner)
     Entry.objects.filter(session=old).update(items=None)  # as rows of an older agentweb
-    new = hand_off(old, "## Critical Context\n- src/parser.py raises ValueError (bad header)")
+    new = hand_off(old, PARSER_DOCUMENT)
     html = signed_in.get(reverse("chat:compare", args=[new.pk, old.pk])).content.decode()
     assert "<strong>1 of 1</strong> salient items" in html and "(2 of 3 items in all)" in html
     assert "<code>850 ms</code>" in html
