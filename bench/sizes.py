@@ -93,7 +93,7 @@ def measure(client: Client, session: ChatSession, runs: int) -> str:
 
     def fresh() -> None:  # as a process that has rendered none of these messages yet
         cache.clear()
-        rendering._rendered.clear()
+        rendering.render_markdown.cache_clear()
         client.get(compare)
 
     fresh_s = median_seconds(fresh, runs)

@@ -36,7 +36,8 @@ def branch_ending_at(leaf_id: int | None, entries: Iterable[Entry]) -> list[Entr
 class Row:
     """An entry of a branch read without its content: what the coverage report counts (its
     extracted items), at a fraction of a model instance's cost. Its `content` is None (its
-    `text` empty) until `with_content` reads it: side by side quotes none."""
+    `text` empty) unless it has no items, which the report then extracts from it. Its tokens
+    are not read (0): the report does not count them."""
 
     pk: int
     parent_id: int | None
@@ -67,11 +68,11 @@ def branch_rows(session: ChatSession) -> list[Row]:
     }
     path = path_to(leaf_of(session), {pk: row.parent_id for pk, row in rows.items()})
     branch = [rows[pk] for pk in path]
-    with_content(row for row in branch if row.items is None)
+    _with_content(row for row in branch if row.items is None)
     return branch
 
 
-def with_content(rows: Iterable[Row]) -> None:
+def _with_content(rows: Iterable[Row]) -> None:
     """Read the content of these rows (one query)."""
     wanted = {row.pk: row for row in rows if row.content is None}
     for pk, content in Entry.objects.filter(pk__in=wanted).values_list("id", "content"):

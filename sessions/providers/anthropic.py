@@ -70,13 +70,7 @@ class AnthropicProvider(Provider):
             create = client.messages.with_streaming_response.create
             async with create(**request, stream=True) as response:
                 async for name, data in sse.events(response.iter_lines()):
-                    event = json.loads(data)
-                    if name == "content_block_delta" and event["delta"]["type"] == "text_delta":
-                        if text := event["delta"]["text"]:  # most of a reply: read here
-                            yield TextDelta(text)
-                    elif name == "error":
-                        raise _error_event(event, self.spec)
-                    elif (taken := reading.take(name, event)) is not None:
+                    if (taken := reading.read(name, data, self.spec)) is not None:
                         yield taken
                 if not reading.stopped:
                     raise ProviderError(
@@ -87,10 +81,6 @@ class AnthropicProvider(Provider):
             raise _failure(error, self.spec, self.stall_seconds) from error
         except httpx2.TransportError as error:  # a dropped body is not the SDK's own error
             raise _failure(error, self.spec, self.stall_seconds) from error
-        except (ValueError, LookupError, TypeError) as error:  # JSON or shape not the API's
-            raise ProviderError(
-                f"the API sent an event agentweb cannot read ({error!r})"
-            ) from error
         yield StreamEnd(reading.usage, reading.stop_reason or "end_turn")
 
     def _request(
@@ -153,8 +143,23 @@ class _Reading:
         self.stopped = False  # message_stop came: the reply is whole
         self.calls: dict[int, tuple[str, str, list[str]]] = {}  # tool_use blocks: id, name, JSON
 
-    def take(self, name: str, event: dict[str, Any]) -> ProviderEvent | None:
-        """The provider event this stream event (its name, its JSON) makes, if any."""
+    def read(self, name: str, data: str, spec: ModelSpec) -> ProviderEvent | None:
+        """The provider event one server-sent event (its name, its JSON) makes, if any; an
+        `error` event, or one that is not the API's JSON, raises a ProviderError."""
+        try:
+            event = json.loads(data)
+            if name == "content_block_delta" and event["delta"]["type"] == "text_delta":
+                text = event["delta"]["text"]  # most of a reply's events: read first
+                return TextDelta(text) if text else None
+            if name == "error":
+                raise _error_event(event, spec)
+            return self._take(name, event)
+        except (ValueError, LookupError, TypeError) as error:  # not the API's JSON, or shape
+            raise ProviderError(
+                f"the API sent an event agentweb cannot read ({error!r})"
+            ) from error
+
+    def _take(self, name: str, event: dict[str, Any]) -> ProviderEvent | None:
         if name == "content_block_delta":
             return self._delta(event["index"], event["delta"])
         if name == "content_block_start" and event["content_block"]["type"] == "tool_use":
