@@ -275,8 +275,7 @@ RELAYED = frozenset(
 
 def _standing(login: str, user_id: int, session_id: int) -> tuple[bool, bool]:
     """Whether the sign-in holds, and whether the session is kept (not deleted)."""
-    kept = ChatSession.objects.filter(ChatSession.kept(), pk=session_id).exists()
-    return sign_ins.holds(login, user_id), kept
+    return sign_ins.holds(login, user_id), store.is_kept(session_id)
 
 
 CATCH_UP_LIMIT = 200

@@ -10,7 +10,8 @@ from typing import Any
 from django.contrib.auth.models import User
 
 from .context import mentions_in
-from .models import ChatSession
+from .models import ChatSession, Entry
+from .statements import Statement
 
 MENTION = re.compile(r"(?<![\w@#])@#([0-9]{1,18})\b")
 MENU_SESSIONS = 30  # the most recent sessions the @ menu offers
@@ -55,8 +56,16 @@ def data_of(session: ChatSession, text: str) -> dict[str, Any]:
 
 def mentioned_by(session: ChatSession) -> list[int]:
     """The sessions this one's messages mention (recall reads them as well as the lineage)."""
-    kept = session.entries.filter(data__mentions__isnull=False).values_list("data", flat=True)
-    return list(dict.fromkeys(number for data in kept for number, _ in mentions_in(data)))
+    kept = MENTIONING.rows(session_id=session.pk)
+    return list(dict.fromkeys(number for (data,) in kept for number, _ in mentions_in(data)))
+
+
+MENTIONING: Statement[Entry] = Statement(  # every prompt reads it (recall offered?)
+    lambda session_id: Entry.objects.filter(
+        session_id=session_id, data__mentions__isnull=False
+    ).values_list("data"),
+    session_id=int,
+)
 
 
 def menu(owner: User, session: ChatSession) -> list[ChatSession]:

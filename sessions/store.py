@@ -17,6 +17,7 @@ from django.db.models.functions import Substr
 from .content import cut_at_word, plain_words, text_of
 from .context import LLMMessage, build_context
 from .models import ChatSession, Entry
+from .statements import Statement
 from .tree import Siblings, children, path_to, siblings_among
 
 
@@ -249,6 +250,19 @@ def session_context(session: ChatSession, upto: int | None = None) -> list[LLMMe
 def count_messages(entries: Sequence[Entry]) -> int:
     """How many `message` entries a branch holds (the handoff guard counts these)."""
     return sum(1 for entry in entries if entry.kind == Entry.Kind.MESSAGE)
+
+
+def is_kept(session_id: int) -> bool:
+    """Whether the session is there (not deleted): every frame of every socket asks."""
+    return KEPT.first(session_id=session_id) is not None
+
+
+KEPT: Statement[ChatSession] = Statement(
+    lambda session_id: ChatSession.objects.filter(ChatSession.kept(), pk=session_id).values_list(
+        "pk"
+    )[:1],
+    session_id=int,
+)
 
 
 def owned_session(owner: User, session_id: int) -> ChatSession | None:

@@ -24,6 +24,7 @@ from django.db.models import Q
 
 from .models import ChatSession, Entry
 from .shapes import part
+from .statements import Statement
 from .store import branch_ids
 
 TOOL_NAME = "todo_write"
@@ -169,7 +170,7 @@ def state(session: ChatSession, branch: Iterable[int] | None = None) -> TodoStat
     """The list on the session's branch (the ids of its entries when the caller has them),
     read with a few small queries whatever the session's size: the entries that change the
     list (none: done), the branch's ids unless given, and the replies since the latest change."""
-    changes = list(Entry.objects.filter(_CHANGES, session_id=session.pk).order_by("pk"))
+    changes = CHANGES.objects(session_id=session.pk)
     if not changes:  # most sessions: one query
         return TodoState([])
     path = set(branch_ids(session) if branch is None else branch)
@@ -203,6 +204,12 @@ def state(session: ChatSession, branch: Iterable[int] | None = None) -> TodoStat
         ).values_list("pk", flat=True)
         turns = sum(1 for pk in replies if pk in path)
     return TodoState(todos, turns, unseen)
+
+
+CHANGES: Statement[Entry] = Statement(  # every prompt reads it: compiled once
+    lambda session_id: Entry.objects.filter(_CHANGES, session_id=session_id).order_by("pk"),
+    session_id=int,
+)
 
 
 def notes_due(session: ChatSession) -> list[Entry]:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
-from django.db.models import Sum
+from django.db.models import QuerySet, Sum
 
 from .models import Entry
+from .statements import Statement
 from .tokens import Usage
 
 MILLION = Decimal(1_000_000)
@@ -53,8 +55,29 @@ def of_sessions(session_ids: Iterable[int]) -> dict[int, Usage]:
     query, grouped by session and model."""
     ids = list(session_ids)
     totals = {pk: Usage() for pk in ids}
-    rows = (
-        Entry.objects.filter(session_id__in=ids, role=Entry.Role.ASSISTANT)
+    rows = _by_model(Entry.objects.filter(session_id__in=ids)).values_list("session_id", *SUMS)
+    for session_id, model, *tokens in rows:
+        if used := _priced(model, tokens):
+            totals[session_id] += used
+    return totals
+
+
+def of_session(session_id: int) -> Usage:
+    """One session's total (`of_sessions`), the query compiled once: every status line
+    a prompt shows reads it."""
+    total = Usage()
+    for model, *tokens in OF_SESSION.rows(session_id=session_id):
+        if used := _priced(model, tokens):
+            total += used
+    return total
+
+
+SUMS = ("model", "i", "o", "r", "w")
+
+
+def _by_model(replies: QuerySet[Entry, Any]) -> QuerySet[Entry, Any]:
+    return (
+        replies.filter(role=Entry.Role.ASSISTANT)
         .values("session_id", "model")
         .annotate(
             i=Sum("input_tokens"),
@@ -63,11 +86,18 @@ def of_sessions(session_ids: Iterable[int]) -> dict[int, Usage]:
             w=Sum("cache_write_tokens"),
         )
     )
-    for row in rows:
-        used = priced(row["model"], row["i"] or 0, row["o"] or 0, row["r"] or 0, row["w"] or 0)
-        if used.tokens:
-            totals[row["session_id"]] += used
-    return totals
+
+
+def _priced(model: str, tokens: list[int | None]) -> Usage | None:
+    """A group's sums, priced; None when it used no tokens."""
+    used = priced(model, *(count or 0 for count in tokens))
+    return used if used.tokens else None
+
+
+OF_SESSION: Statement[Entry] = Statement(
+    lambda session_id: _by_model(Entry.objects.filter(session_id=session_id)).values_list(*SUMS),
+    session_id=int,
+)
 
 
 def dollars(cost: Decimal | None) -> str:

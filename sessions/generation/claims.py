@@ -13,6 +13,8 @@ import logging
 import time
 import weakref
 from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -22,6 +24,7 @@ from django.utils import timezone
 from ..agent.handoff_notes import NOTES
 from ..models import ChatSession, Entry
 from ..models.session import UNCLAIMED
+from ..statements import Update
 
 log = logging.getLogger(__name__)
 
@@ -36,22 +39,51 @@ UNRENEWABLE = (
 def claim(session_id: int, generation_id: str, kind: str, channel: str) -> bool:
     """Take the session's one generation slot with a conditional UPDATE (B8).
 
-    Taking over a claim whose lease ran out (its process died) records the
-    interruption in the session's history (B12).
+    A free slot is taken by one statement. Taking over a claim whose lease ran out (its
+    process died) records the interruption in the session's history (B12).
     """
+    now = timezone.now()
+    taken = dict(
+        id=generation_id, kind=kind, channel=channel, now=now, until=ChatSession.lease_until(now)
+    )
+    if TAKE_FREE.execute(session_id=session_id, **taken):
+        return True
     with transaction.atomic():
         previous = ChatSession.objects.filter(pk=session_id).values_list("generation_id", flat=True)
         was_held = bool(previous.first())
-        updated = ChatSession.objects.filter(ChatSession.claimable(), pk=session_id).update(
-            generation_id=generation_id,
-            generation_kind=kind,
-            generation_channel=channel,
-            generation_started_at=timezone.now(),
-            generation_lease_until=ChatSession.lease_until(),
-        )
+        updated = TAKE_LAPSED.execute(session_id=session_id, **taken)
         if updated and was_held:
             record_interruption(session_id)
     return updated == 1
+
+
+def _taking(**claim: Any) -> dict[str, Any]:
+    return {
+        "generation_id": claim["id"],
+        "generation_kind": claim["kind"],
+        "generation_channel": claim["channel"],
+        "generation_started_at": claim["now"],
+        "generation_lease_until": claim["until"],
+    }
+
+
+CLAIM = {"id": str, "kind": str, "channel": str, "now": datetime, "until": datetime}
+TAKE_FREE: Update[ChatSession] = Update(
+    lambda session_id, **claim: (
+        ChatSession.objects.filter(pk=session_id, generation_id=""),
+        _taking(**claim),
+    ),
+    session_id=int,
+    **CLAIM,
+)
+TAKE_LAPSED: Update[ChatSession] = Update(
+    lambda session_id, **claim: (
+        ChatSession.objects.filter(ChatSession.claimable(claim["now"]), pk=session_id),
+        _taking(**claim),
+    ),
+    session_id=int,
+    **CLAIM,
+)
 
 
 def record_interruption(session_id: int) -> None:
@@ -134,7 +166,17 @@ def set_kind(session_id: int, generation_id: str, kind: str) -> None:
 
 def release(session_id: int, generation_id: str) -> None:
     """Give the claim up, if this generation still holds it."""
-    ChatSession.objects.filter(pk=session_id, generation_id=generation_id).update(**UNCLAIMED)
+    RELEASE.execute(session_id=session_id, generation_id=generation_id)
+
+
+RELEASE: Update[ChatSession] = Update(
+    lambda session_id, generation_id: (
+        ChatSession.objects.filter(pk=session_id, generation_id=generation_id),
+        UNCLAIMED,
+    ),
+    session_id=int,
+    generation_id=str,
+)
 
 
 def renew_all(generation_ids: list[str]) -> set[str]:

@@ -9,16 +9,19 @@ job's last look at the queue, or finds the claim released and starts a generatio
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Exists, F, OuterRef, Q
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from .. import mentions, status, store
 from ..models import ChatSession, Entry, PendingPrompt, PromptTemplate
 from ..models.refusals import BUSY_BRANCHING
 from ..providers import catalog
+from ..statements import Statement
 from ..tokens import estimate_tokens
 from .claims import claim, release
 from .events import StatusShown, TranscriptShown
@@ -80,15 +83,17 @@ def queue_prompt(
 def _as_claimed(session_id: int) -> tuple[ChatSession, bool, int | None]:
     """The session as its claim left it, whether prompts are queued in it, and its owner's
     automatic-handoff threshold: one query."""
-    claimed = (
-        ChatSession.objects.annotate(
-            queued=Exists(PendingPrompt.objects.filter(session_id=OuterRef("pk"))),
-            auto_at=F("owner__agentweb_preferences__auto_handoff_at"),
-        )
-        .filter(pk=session_id)
-        .get()
-    )
+    (claimed,) = AS_CLAIMED.objects(session_id=session_id)
     return claimed, bool(getattr(claimed, "queued", False)), getattr(claimed, "auto_at", None)
+
+
+AS_CLAIMED: Statement[ChatSession] = Statement(
+    lambda session_id: ChatSession.objects.annotate(
+        queued=Exists(PendingPrompt.objects.filter(session_id=OuterRef("pk"))),
+        auto_at=F("owner__agentweb_preferences__auto_handoff_at"),
+    ).filter(pk=session_id),
+    session_id=int,
+)
 
 
 def first_turn(
@@ -240,11 +245,9 @@ def over_a_cap(session: ChatSession, *, queueing: bool) -> str:
     """Why a prompt (`queueing`) or /handoff may not be taken now (empty: it may): a session
     queues at most AGENTWEB_MAX_QUEUED_PROMPTS prompts, and a user runs at most
     AGENTWEB_MAX_GENERATIONS_PER_USER generations at once."""
-    live = Q(generation_lease_until__gt=timezone.now()) & ~Q(generation_id="")
-    counts = ChatSession.objects.filter(owner_id=session.owner_id).aggregate(
-        running=Count("pk", filter=live), here=Count("pk", filter=live & Q(pk=session.pk))
-    )  # one query: is this session generating, and how many of the owner's are
-    if counts["here"]:
+    counts = GENERATING.first(owner_id=session.owner_id, session_id=session.pk, now=timezone.now())
+    running, here = counts or (0, 0)  # one query: how many of the owner's generate, and this?
+    if here:
         queued = PendingPrompt.objects.filter(session_id=session.pk).count()
         limit = settings.AGENTWEB_MAX_QUEUED_PROMPTS
         if queueing and queued >= limit:
@@ -253,7 +256,6 @@ def over_a_cap(session: ChatSession, *, queueing: bool) -> str:
                 "send this one when they have gone."
             )
         return ""
-    running = counts["running"]
     limit = settings.AGENTWEB_MAX_GENERATIONS_PER_USER
     if running >= limit:
         return (
@@ -261,3 +263,20 @@ def over_a_cap(session: ChatSession, *, queueing: bool) -> str:
             f"{limit}): send this when one of them ends."
         )
     return ""
+
+
+def _generating(owner_id: int, session_id: int, now: datetime) -> QuerySet[ChatSession, Any]:
+    live = Q(generation_lease_until__gt=now) & ~Q(generation_id="")
+    return (
+        ChatSession.objects.filter(owner_id=owner_id)
+        .values("owner_id")
+        .annotate(
+            running=Count("pk", filter=live), here=Count("pk", filter=live & Q(pk=session_id))
+        )
+        .values_list("running", "here")
+    )
+
+
+GENERATING: Statement[ChatSession] = Statement(
+    _generating, owner_id=int, session_id=int, now=datetime
+)

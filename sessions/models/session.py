@@ -8,13 +8,13 @@ change model or thinking level, rename, pin, archive and delete.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django import urls
 from django.conf import settings
 from django.db import models, transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from ..content import fork_title, text_of, title_from
@@ -22,6 +22,7 @@ from ..context import context_tokens
 from ..thinking import level_on
 from ..tree import children, path_to, tip
 from . import building, refusals
+from .appending import ADDED, LEAF, REPORTED
 from .entry import Entry
 from .refusals import BranchRefused, SessionDeleted
 
@@ -158,12 +159,12 @@ class ChatSession(models.Model):
         return Q(chain_root_id__in=ids) | Q(chain_root__isnull=True, pk__in=ids)
 
     @staticmethod
-    def claimable() -> Q:
-        return Q(generation_id="") | Q(generation_lease_until__lt=timezone.now())
+    def claimable(now: datetime | None = None) -> Q:
+        return Q(generation_id="") | Q(generation_lease_until__lt=now or timezone.now())
 
     @staticmethod
-    def lease_until() -> Any:
-        return timezone.now() + timedelta(seconds=settings.AGENTWEB_GENERATION_LEASE)
+    def lease_until(now: datetime | None = None) -> Any:
+        return (now or timezone.now()) + timedelta(seconds=settings.AGENTWEB_GENERATION_LEASE)
 
     # --- its tree ---------------------------------------------------------------------------
     def parents(self) -> dict[int, int | None]:
@@ -177,20 +178,13 @@ class ChatSession(models.Model):
         that reports its usage sets it; anything else that reaches the model adds its estimate.
         """
         with transaction.atomic():
-            leaf_id = (
-                ChatSession.objects.select_for_update()
-                .values_list("leaf_id", flat=True)
-                .get(pk=self.pk)
-            )
+            (leaf_id,) = LEAF.first(session_id=self.pk) or (None,)
             entry = Entry(session_id=self.pk, parent_id=leaf_id, **fields).derive()
             entry.save(force_insert=True)
             reported, added = entry.reported_context, entry.context_added
-            ChatSession.objects.filter(pk=self.pk).update(
-                leaf=entry,
-                updated_at=timezone.now(),
-                context_tokens=reported or F("context_tokens") + added,
-                partial_text="",
-            )
+            written = (REPORTED, reported) if reported else (ADDED, added)
+            row = {"session_id": self.pk, "leaf_id": entry.pk, "now": timezone.now()}
+            written[0].execute(**row, tokens=written[1])
         self.leaf = entry
         self.context_tokens = reported or self.context_tokens + added
         return entry
@@ -351,20 +345,20 @@ class ChatSession(models.Model):
     def change_model(self, model: str) -> Entry:
         """Run the session on another model from now on, recorded as the reference agent does."""
         provider = "agentweb" if model == "local" else "anthropic"
-        with transaction.atomic():
-            fields = {"provider": provider, "modelId": model}
-            entry = self.append(kind=Entry.Kind.MODEL_CHANGE, data={"fields": fields})
-            ChatSession.objects.filter(pk=self.pk).update(model=model)
-        self.model = model
-        return entry
+        fields = {"provider": provider, "modelId": model}
+        return self._change(Entry.Kind.MODEL_CHANGE, fields, model=model)
 
     def change_thinking(self, level: str) -> Entry:
         """Think at another level from now on, recorded as the reference agent does."""
+        fields = {"thinkingLevel": level}
+        return self._change(Entry.Kind.THINKING_LEVEL_CHANGE, fields, thinking_level=level)
+
+    def _change(self, kind: str, fields: dict[str, Any], **column: str) -> Entry:
         with transaction.atomic():
-            fields = {"thinkingLevel": level}
-            entry = self.append(kind=Entry.Kind.THINKING_LEVEL_CHANGE, data={"fields": fields})
-            ChatSession.objects.filter(pk=self.pk).update(thinking_level=level)
-        self.thinking_level = level
+            entry = self.append(kind=kind, data={"fields": fields})
+            ChatSession.objects.filter(pk=self.pk).update(**column)
+        for name, value in column.items():
+            setattr(self, name, value)
         return entry
 
     # --- care -------------------------------------------------------------------------------

@@ -1,0 +1,164 @@
+"""Statements compiled once: what they give is what the queryset gives, with new values each
+run, on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import connection
+from django.db.models import Exists, F, OuterRef
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from sessions.models import ChatSession, Entry, PendingPrompt
+from sessions.statements import Statement, Update
+
+from .conftest import make_session
+
+pytestmark = pytest.mark.django_db
+
+NOON = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+
+def test_rows_are_the_querysets_rows_converted_as_it_converts_them(owner):
+    session = make_session(owner)
+    session.append_message("user", [{"type": "text", "text": "hi"}], data={"mentions": [[7, "x"]]})
+    ChatSession.objects.filter(pk=session.pk).update(generation_started_at=NOON)
+    columns = ("generation_started_at", "leaf__data", "building")
+    reads = Statement(
+        lambda session_id: ChatSession.objects.filter(pk=session_id).values_list(*columns),
+        session_id=int,
+    )
+    assert reads.rows(session_id=session.pk) == [(NOON, {"mentions": [[7, "x"]]}, False)]
+    assert reads.rows(session_id=session.pk) == list(
+        ChatSession.objects.filter(pk=session.pk).values_list(*columns)
+    )
+    assert reads.first(session_id=session.pk + 1000) is None
+
+
+def test_each_run_takes_its_own_values_in_every_place_a_parameter_is_used(owner):
+    older, newer = make_session(owner), make_session(owner)
+    ChatSession.objects.filter(pk=older.pk).update(updated_at=NOON - timedelta(hours=2))
+    ChatSession.objects.filter(pk=newer.pk).update(updated_at=NOON)
+    since = Statement(
+        lambda owner_id, after: (
+            ChatSession.objects.filter(owner_id=owner_id, updated_at__gt=after)
+            .filter(updated_at__gte=after)  # `after` twice: both places take the run's value
+            .order_by("pk")
+            .values_list("pk")
+        ),
+        owner_id=int,
+        after=datetime,
+    )
+    assert since.rows(owner_id=owner.pk, after=NOON - timedelta(hours=3)) == [
+        (older.pk,),
+        (newer.pk,),
+    ]
+    assert since.rows(owner_id=owner.pk, after=NOON - timedelta(hours=1)) == [(newer.pk,)]
+    assert since.rows(owner_id=owner.pk + 1, after=NOON - timedelta(hours=3)) == []
+
+
+def test_model_instances_carry_every_column_and_the_annotations(owner):
+    session = make_session(owner)
+    PendingPrompt.objects.create(session=session, text="waiting")
+    claimed = Statement(
+        lambda session_id: ChatSession.objects.annotate(
+            queued=Exists(PendingPrompt.objects.filter(session_id=OuterRef("pk"))),
+            owner_name=F("owner__username"),
+        ).filter(pk=session_id),
+        session_id=int,
+    )
+    (read,) = claimed.objects(session_id=session.pk)
+    fresh = ChatSession.objects.get(pk=session.pk)
+    for field in ChatSession._meta.concrete_fields:
+        assert getattr(read, field.attname) == getattr(fresh, field.attname), field.name
+    assert (read.queued, read.owner_name) == (True, owner.username)
+    assert read._state.adding is False  # a saved row, as the ORM makes it
+    assert claimed.objects(session_id=session.pk + 1000) == []
+
+
+def test_an_update_changes_the_rows_it_names_and_counts_them(owner):
+    free, held = make_session(owner), make_session(owner)
+    ChatSession.objects.filter(pk=held.pk).update(generation_id="someone else's")
+    take = Update(
+        lambda session_id, generation_id, now: (
+            ChatSession.objects.filter(pk=session_id, generation_id=""),
+            {"generation_id": generation_id, "generation_started_at": now},
+        ),
+        session_id=int,
+        generation_id=str,
+        now=datetime,
+    )
+    assert take.execute(session_id=free.pk, generation_id="mine", now=NOON) == 1
+    assert take.execute(session_id=held.pk, generation_id="mine", now=NOON) == 0
+    rows = ChatSession.objects.order_by("pk").values_list("generation_id", "generation_started_at")
+    assert list(rows) == [("mine", NOON), ("someone else's", None)]
+
+
+def test_an_update_may_set_a_column_from_itself(owner):
+    session = make_session(owner)
+    ChatSession.objects.filter(pk=session.pk).update(context_tokens=100)
+    grow = Update(
+        lambda session_id, tokens: (
+            ChatSession.objects.filter(pk=session_id),
+            {"context_tokens": F("context_tokens") + tokens},
+        ),
+        session_id=int,
+        tokens=int,
+    )
+    grow.execute(session_id=session.pk, tokens=25)
+    grow.execute(session_id=session.pk, tokens=5)
+    assert ChatSession.objects.get(pk=session.pk).context_tokens == 130
+
+
+def test_the_sql_is_built_once_and_sent_again(owner):
+    session = make_session(owner)
+    built = []
+
+    def build(session_id: int):
+        built.append(session_id)
+        return ChatSession.objects.filter(pk=session_id).values_list("title")
+
+    titles = Statement(build, session_id=int)
+    with CaptureQueriesContext(connection) as sent:
+        for _ in range(3):
+            titles.rows(session_id=session.pk)
+    assert len(built) == 1  # once, with its stand-in values
+    assert len({query["sql"] for query in sent.captured_queries}) == 1
+    assert all(str(session.pk) in query["sql"] for query in sent.captured_queries)
+
+
+def test_a_value_the_orm_rewrites_cannot_be_a_parameter(owner):
+    make_session(owner)
+    matching = Statement(
+        lambda words: ChatSession.objects.filter(title__contains=words).values_list("pk"),
+        words=str,
+    )
+    with pytest.raises(ValueError, match="not in the statement's SQL: {'words'}"):
+        matching.rows(words="report")
+
+
+def test_a_run_must_give_exactly_the_statements_parameters(owner):
+    titles = Statement(
+        lambda session_id: ChatSession.objects.filter(pk=session_id).values_list("title"),
+        session_id=int,
+    )
+    with pytest.raises(TypeError, match=r"a statement of \['session_id'\] was given \['pk'\]"):
+        titles.rows(pk=1)
+
+
+def test_an_entry_appended_moves_the_leaf_and_the_context_size(owner):
+    session = make_session(owner)
+    first = session.append_message("user", [{"type": "text", "text": "four words in here"}])
+    reply = session.append_message(
+        "assistant", [{"type": "text", "text": "ok"}], input_tokens=900, output_tokens=10
+    )
+    after = session.append_message("user", [{"type": "text", "text": "more"}])
+    row = ChatSession.objects.get(pk=session.pk)
+    assert (first.parent_id, reply.parent_id, after.parent_id) == (None, first.pk, reply.pk)
+    assert row.leaf_id == after.pk
+    # the reply's usage set the size (910), and the next message added its estimate
+    assert row.context_tokens == 910 + after.context_added
+    assert row.updated_at >= timezone.now() - timedelta(minutes=1)
+    assert Entry.objects.filter(session=session).count() == 3
