@@ -5,6 +5,10 @@ from the moment a prompt frame arrives to the first delta the tab receives, and 
 the reply's last frame, for a session's first prompt and for a later one. Each statement is
 listed with the code that sent it, so the prompt path's queries can be read one by one.
 
+It also times the process's CPU from the frame to the first delta, one prompt at a time: what
+200 prompts at once queue behind (the fake API and the test client run in this process too,
+so it is an upper bound of the server's own share).
+
 Run: .venv/bin/python bench/prompt_queries.py [--runs 5] [--list]
      (BENCH_DATABASE_URL=postgres://… for PostgreSQL)
 """
@@ -16,6 +20,7 @@ import asyncio
 import json
 import statistics
 import threading
+import time
 import traceback
 from collections import Counter
 from dataclasses import dataclass, field
@@ -53,14 +58,16 @@ class Tally:
 
 
 def _caller() -> str:
-    """The innermost frame of agentweb's own code that led to the statement."""
+    """The innermost frame of agentweb's own code that led to the statement (past the compiled
+    statements' runner: the code that ran it)."""
     for frame in reversed(traceback.extract_stack()[:-2]):
-        if frame.filename.startswith(OURS):
+        if frame.filename.startswith(OURS) and frame.filename != RUNNER:
             return f"{frame.filename[len(str(harness.ROOT)) + 1 :]}:{frame.lineno} {frame.name}"
     return "(outside agentweb: Django's sign-in session)"
 
 
 OURS = str(harness.ROOT / "sessions") + "/"
+RUNNER = str(harness.ROOT / "sessions" / "statements.py")
 
 
 TALLY = Tally()
@@ -80,8 +87,9 @@ def transactions(statements: list[tuple[str, str]]) -> int:
     return sum(1 for verb, _ in statements if verb in ("BEGIN", "SAVEPOINT"))
 
 
-async def one_prompt(user, cookie, fake, *, later: bool) -> tuple[list, list]:
-    """The statements of one prompt: before its first delta, and after it to the reply's end."""
+async def one_prompt(user, cookie, fake, *, later: bool) -> tuple[list, list, float]:
+    """The statements of one prompt: before its first delta, and after it to the reply's end;
+    and the CPU milliseconds to its first delta."""
     tab = await open_tab(user, cookie)
     await tab.receive_from(5)
     if later:  # a session with an exchange already: the usual prompt
@@ -93,11 +101,14 @@ async def one_prompt(user, cookie, fake, *, later: bool) -> tuple[list, list]:
     fake.enqueue(Reply(chunks=[f"t{i} " for i in range(20)]))
     TALLY.take()
     TALLY.counting = True
+    started = time.process_time()
     await tab.send_to(text_data=json.dumps({"message": "bench"}))
     before: list = []
+    cpu = 0.0
     while True:
         html = await tab.receive_from(10)
         if 'id="live-text" hx-swap-oob="beforeend"' in html and not before:
+            cpu = (time.process_time() - started) * 1000
             before = TALLY.take() or [("(none)", "")]
         if "entry--assistant status--complete" in html:
             break
@@ -105,7 +116,7 @@ async def one_prompt(user, cookie, fake, *, later: bool) -> tuple[list, list]:
     TALLY.counting = False
     after = TALLY.take()
     await tab.disconnect()
-    return before, after
+    return before, after, cpu
 
 
 async def main() -> None:
@@ -118,18 +129,19 @@ async def main() -> None:
     print(f"{connection.vendor}: database statements of one prompt ({args.runs} runs, medians)")
     for later in (False, True):
         runs = [await one_prompt(user, cookie, fake, later=later) for _ in range(args.runs)]
-        before = statistics.median(len(b) for b, _ in runs)
-        after = statistics.median(len(a) for _, a in runs)
-        begun = statistics.median(transactions(b) for b, _ in runs)
+        before = statistics.median(len(b) for b, _, _ in runs)
+        after = statistics.median(len(a) for _, a, _ in runs)
+        begun = statistics.median(transactions(b) for b, _, _ in runs)
+        cpu = statistics.median(ms for _, _, ms in runs)
         name = "a later prompt" if later else "a first prompt"
         # PostgreSQL's BEGIN is psycopg's, not a statement Django sends: counted on SQLite only.
         begins = f" ({begun:.0f} transactions)" if connection.vendor == "sqlite" else ""
         print(
             f"  {name}: {before:.0f} statements{begins} from the frame to the first delta, "
-            f"{after:.0f} from there to the reply's end"
+            f"{after:.0f} from there to the reply's end; CPU to the first delta {cpu:.1f} ms"
         )
         if args.list:
-            first, rest = runs[-1]
+            first, rest, _ = runs[-1]
             for title, statements in (("before the first delta", first), ("after", rest)):
                 print(f"    {title}:")
                 for (verb, where), count in Counter(statements).most_common():

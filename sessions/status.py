@@ -9,6 +9,7 @@ from datetime import datetime
 
 from . import shapes, usage
 from .models import ChatSession, Entry, PendingPrompt
+from .statements import Statement
 from .tokens import Usage
 
 
@@ -43,5 +44,12 @@ def read(session: ChatSession, *, queued: int | None = None) -> StatusLine:
 
 def read_by_id(session_id: int) -> tuple[ChatSession, StatusLine]:
     """The session, read afresh, and its status line."""
-    session = ChatSession.objects.get(pk=session_id)
-    return session, read(session)
+    found = SESSION.objects(session_id=session_id)
+    if not found:
+        raise ChatSession.DoesNotExist(f"no session {session_id}")
+    return found[0], read(found[0])
+
+
+SESSION: Statement[ChatSession] = Statement(  # every reply's end reads it
+    lambda session_id: ChatSession.objects.filter(pk=session_id), session_id=int
+)

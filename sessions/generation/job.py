@@ -63,6 +63,7 @@ class Job:
         self.channel = channel
         self.lost = ""  # why the claim was lost, if it was
         self.status_ahead: StatusShown | None = None  # the next prompt's status line, read
+        self.notice_ahead: Notice | None = None  # the notice that goes with it
         self.closing_status: StatusShown | None = None  # the status after a turn released
         self.reply_part: Entry | None = None  # the reply's latest round shown, while it goes on
         self.relay = Relay(generation_id, lambda: self.session_id, render, lambda: len(RUNNING))
@@ -117,9 +118,9 @@ class Job:
                 self.closing_status = turn.status
                 return
             declined = False
-            self.status_ahead = turn.status
-            # What a notice announced ("Queued", "Handoff cancelled") is over.
-            await self.relay.notify(ENDED)
+            # What a notice announced ("Queued", "Handoff cancelled") is over: said with the
+            # turn's status line, in one message.
+            self.status_ahead, self.notice_ahead = turn.status, ENDED
             if turn.regenerate:
                 await self.agent.regenerate()
                 continue
@@ -209,7 +210,8 @@ class Job:
         relay = self.relay
         if event.type == "agent_start":
             shown, self.status_ahead = self.status_ahead, None
-            await relay.show_status(shown)
+            notice, self.notice_ahead = self.notice_ahead, None
+            await relay.show_status(shown, notice=notice)
         elif event.type == "message_start" and event.role == Entry.Role.ASSISTANT:
             await relay.start_reply(Live("", event.purpose, event.stage))
         elif event.type == "message_end" and event.entry is None:  # a call that left nothing

@@ -66,11 +66,19 @@ class Relay:
             await self._send(html, entry_id=entry_id, to_session=to_session)
         return html
 
-    async def show_status(self, shown: StatusShown | None = None) -> None:
-        """The status line, as given or as read now."""
+    async def show_status(
+        self, shown: StatusShown | None = None, *, notice: Event | None = None
+    ) -> None:
+        """The status line, as given or as read now; and `notice`, when given, in the same
+        message (a turn's start ends the notice shown: one message to every tab, not two)."""
         if shown is None:
             shown = StatusShown(*await database_sync_to_async(status.read_by_id)(self.session_id()))
-        self.status = await self.publish(shown)
+        if notice is None:
+            self.status = await self.publish(shown)
+            return
+        self.notice, self.status = self.render(notice), self.render(shown)
+        async with self.publishing:
+            await self._send(self.notice + self.status)
 
     async def notify(self, event: Event, *, to_session: int = 0) -> None:
         """A notice (or a review, or a switch) that a tab arriving later still sees."""

@@ -144,15 +144,11 @@ def next_prompt_or_release(session_id: int, generation_id: str) -> str | None:
     released and starts its own generation: it can never be stranded.
     """
     with transaction.atomic():
-        held = (
-            ChatSession.objects.select_for_update()
-            .filter(pk=session_id, generation_id=generation_id)
-            .values_list("deleted_at", flat=True)
-        )
+        held = HELD.rows(session_id=session_id, generation_id=generation_id)
         if not held:
             return None
-        pending = PendingPrompt.objects.filter(session_id=session_id).order_by("id").first()
-        if pending is None or held[0] is not None:  # none left, or the session was deleted
+        pending = oldest_queued(session_id)
+        if pending is None or held[0][0] is not None:  # none left, or the session was deleted
             release(session_id, generation_id)
             return None
         pending.delete()
@@ -160,6 +156,25 @@ def next_prompt_or_release(session_id: int, generation_id: str) -> str | None:
             generation_kind="prompt", generation_started_at=timezone.now()
         )
         return pending.text
+
+
+def oldest_queued(session_id: int) -> PendingPrompt | None:
+    return next(iter(OLDEST_QUEUED.objects(session_id=session_id)), None)
+
+
+OLDEST_QUEUED: Statement[PendingPrompt] = Statement(
+    lambda session_id: PendingPrompt.objects.filter(session_id=session_id).order_by("id")[:1],
+    session_id=int,
+)
+HELD: Statement[ChatSession] = Statement(  # whether the claim holds, and the session is kept
+    lambda session_id, generation_id: (
+        ChatSession.objects.select_for_update()
+        .filter(pk=session_id, generation_id=generation_id)
+        .values_list("deleted_at")
+    ),
+    session_id=int,
+    generation_id=str,
+)
 
 
 def release_and_status(session_id: int, generation_id: str) -> StatusShown:
@@ -171,14 +186,11 @@ def release_and_status(session_id: int, generation_id: str) -> StatusShown:
 def auto_handoff_due(session_id: int, text: str | None = None) -> bool:
     """Whether the oldest queued prompt (or `text`) would take the context past the owner's
     threshold."""
-    session = ChatSession.objects.select_related("owner__agentweb_preferences").get(pk=session_id)
-    threshold_percent = getattr(
-        getattr(session.owner, "agentweb_preferences", None), "auto_handoff_at", None
-    )
+    session, queued, threshold_percent = _as_claimed(session_id)
     if not threshold_percent:
         return False
     if text is None:
-        pending = PendingPrompt.objects.filter(session_id=session_id).order_by("id").first()
+        pending = oldest_queued(session_id) if queued else None
         if pending is None:
             return False
         text = pending.text

@@ -1,6 +1,7 @@
 """The statements every append runs, for every message of every prompt (issue 21): the
-session's leaf read under a lock, and the row written after the entry, compiled once
-(`sessions.statements`). The session model is looked up by name: it imports this module."""
+session's leaf read under a lock, the row written after the entry, and the title a first
+message gives, each compiled once (`sessions.statements`). The session model is looked up by
+name: it imports this module."""
 
 from __future__ import annotations
 
@@ -44,3 +45,9 @@ def _appended(context: Any) -> Update[Any]:
 
 REPORTED = _appended(lambda tokens: tokens)  # a reply's usage says the context's size
 ADDED = _appended(lambda tokens: F("context_tokens") + tokens)  # anything else adds its estimate
+
+TITLED = Update(  # a session's first message titles it, unless it has a title
+    lambda session_id, title: (_sessions().filter(pk=session_id, title=""), {"title": title}),
+    session_id=int,
+    title=str,
+)

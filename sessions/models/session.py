@@ -22,7 +22,7 @@ from ..context import context_tokens
 from ..thinking import level_on
 from ..tree import children, path_to, tip
 from . import building, refusals
-from .appending import ADDED, LEAF, REPORTED
+from .appending import ADDED, LEAF, REPORTED, TITLED
 from .entry import Entry
 from .refusals import BranchRefused, SessionDeleted
 
@@ -195,7 +195,7 @@ class ChatSession(models.Model):
         said = role == Entry.Role.USER and "purpose" not in (fields.get("data") or {})
         if said and not self.title:  # a person's words, not agentweb's (a handoff request)
             title = title_from(text_of(content))
-            ChatSession.objects.filter(pk=self.pk, title="").update(title=title)
+            TITLED.execute(session_id=self.pk, title=title)
             self.title = title
         return entry
 
