@@ -19,11 +19,11 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Model, QuerySet
-from django.db.models.sql import Query, UpdateQuery
+from django.db.models.sql import InsertQuery, Query, UpdateQuery
 from django.db.models.sql.compiler import SQLCompiler
 
 M = TypeVar("M", bound=Model)
@@ -143,6 +143,56 @@ class Update(Statement[M]):
         _, cursor = self._run(values)
         with cursor:
             return int(cursor.rowcount)
+
+
+class Insert(Generic[M]):
+    """A new row of `model`, every column but its generated key: `save(instance)` sends the
+    values the ORM's `save(force_insert=True)` would send (each field's pre_save and database
+    preparation) by an INSERT compiled once per connection, and sets the key the database gave.
+    For a model whose columns all take a plain placeholder, no signals and no saved relations
+    to resolve (the prompt path's entries)."""
+
+    def __init__(self, model: type[M]) -> None:
+        meta = model._meta
+        self.model = model
+        self.fields = [
+            field for field in meta.local_concrete_fields if field is not meta.auto_field
+        ]
+        plain = not any(getattr(field, "get_placeholder", None) for field in self.fields)
+        if not plain or meta.db_returning_fields != [meta.pk]:
+            raise ValueError(f"{model.__name__}'s INSERT cannot be compiled once")
+        self._compiled: weakref.WeakKeyDictionary[Any, tuple[str, Any]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def save(self, instance: M) -> M:
+        connection = connections[DEFAULT_DB_ALIAS]
+        compiled = self._compiled.get(connection)
+        if compiled is None:
+            compiled = self._compiled[connection] = self._compile(instance)
+        sql, returning = compiled
+        values = [
+            field.get_db_prep_save(field.pre_save(instance, True), connection)
+            for field in self.fields
+        ]
+        meta, ops = self.model._meta, cast(Any, connection.ops)  # each backend's own methods
+        with connection.cursor() as cursor:
+            cursor.execute(sql, values)
+            if connection.features.can_return_columns_from_insert:
+                (key,) = ops.fetch_returned_insert_columns(cursor, returning)
+            else:
+                key = ops.last_insert_id(cursor, meta.db_table, meta.pk.column)
+        instance.pk = key
+        instance._state.adding, instance._state.db = False, DEFAULT_DB_ALIAS
+        return instance
+
+    def _compile(self, instance: M) -> tuple[str, Any]:
+        query = InsertQuery(self.model)
+        query.insert_values(self.fields, [instance])
+        compiler = query.get_compiler(using=DEFAULT_DB_ALIAS)
+        compiler.returning_fields = [self.model._meta.pk]
+        ((sql, _),) = compiler.as_sql()
+        return sql, compiler.returning_params
 
 
 def _adapted(connection: Any, kind: type, value: Any) -> Any:

@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from sessions.models import ChatSession, Entry, PendingPrompt
-from sessions.statements import Statement, Update
+from sessions.statements import Insert, Statement, Update
 
 from .conftest import make_session
 
@@ -162,3 +162,24 @@ def test_an_entry_appended_moves_the_leaf_and_the_context_size(owner):
     assert row.context_tokens == 910 + after.context_added
     assert row.updated_at >= timezone.now() - timedelta(minutes=1)
     assert Entry.objects.filter(session=session).count() == 3
+
+
+def test_an_insert_writes_the_row_the_orm_writes_and_takes_its_key(owner):
+    session = make_session(owner)
+    fields = {
+        "session_id": session.pk,
+        "role": "assistant",
+        "content": [{"type": "text", "text": "ok"}],
+        "data": {"purpose": "handoff"},
+        "input_tokens": 12,
+        "created_at": NOON,
+    }
+    inserted = Insert(Entry).save(Entry(**fields))
+    saved = Entry(**fields)
+    saved.save(force_insert=True)
+    assert inserted.pk is not None and inserted.pk != saved.pk
+    assert inserted._state.adding is False  # a saved row: it updates, it does not insert again
+    columns = [field.attname for field in Entry._meta.concrete_fields if field.attname != "id"]
+    row = Entry.objects.values_list(*columns)
+    assert row.get(pk=inserted.pk) == row.get(pk=saved.pk)
+    assert Entry.objects.get(pk=inserted.pk).data == {"purpose": "handoff"}

@@ -1,7 +1,7 @@
 """The statements every append runs, for every message of every prompt (issue 21): the
-session's leaf read under a lock, the row written after the entry, and the title a first
-message gives, each compiled once (`sessions.statements`). The session model is looked up by
-name: it imports this module."""
+session's leaf read under a lock, the entry's row, the session's row written after it, and
+the title a first message gives, each compiled once (`sessions.statements`). The session
+model is looked up by name: it imports this module."""
 
 from __future__ import annotations
 
@@ -11,12 +11,15 @@ from typing import Any
 from django.apps import apps
 from django.db.models import F, QuerySet
 
-from ..statements import Statement, Update
+from ..statements import Insert, Statement, Update
+from .entry import Entry
 
 
 def _sessions() -> QuerySet[Any, Any]:
     return apps.get_model("chat", "ChatSession").objects.all()
 
+
+ENTRY = Insert(Entry)  # an entry's row, as `save(force_insert=True)` writes it
 
 LEAF = Statement(
     lambda session_id: _sessions().select_for_update().filter(pk=session_id).values_list("leaf_id"),

@@ -22,7 +22,7 @@ from ..context import context_tokens
 from ..thinking import level_on
 from ..tree import children, path_to, tip
 from . import building, refusals
-from .appending import ADDED, LEAF, REPORTED, TITLED
+from .appending import ADDED, ENTRY, LEAF, REPORTED, TITLED
 from .entry import Entry
 from .refusals import BranchRefused, SessionDeleted
 
@@ -179,8 +179,7 @@ class ChatSession(models.Model):
         """
         with transaction.atomic():
             (leaf_id,) = LEAF.first(session_id=self.pk) or (None,)
-            entry = Entry(session_id=self.pk, parent_id=leaf_id, **fields).derive()
-            entry.save(force_insert=True)
+            entry = ENTRY.save(Entry(session_id=self.pk, parent_id=leaf_id, **fields).derive())
             reported, added = entry.reported_context, entry.context_added
             written = (REPORTED, reported) if reported else (ADDED, added)
             row = {"session_id": self.pk, "leaf_id": entry.pk, "now": timezone.now()}
