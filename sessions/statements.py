@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar, cast
 
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import Model, QuerySet
+from django.db.models import Model, QuerySet, signals
 from django.db.models.sql import InsertQuery, Query, UpdateQuery
 from django.db.models.sql.compiler import SQLCompiler
 
@@ -146,11 +146,11 @@ class Update(Statement[M]):
 
 
 class Insert(Generic[M]):
-    """A new row of `model`, every column but its generated key: `save(instance)` sends the
-    values the ORM's `save(force_insert=True)` would send (each field's pre_save and database
-    preparation) by an INSERT compiled once per connection, and sets the key the database gave.
-    For a model whose columns all take a plain placeholder, no signals and no saved relations
-    to resolve (the prompt path's entries)."""
+    """A new row of `model`, every column but its generated key: `save(instance)` does what
+    the ORM's `save(force_insert=True)` does (each field's pre_save and database preparation,
+    the pre_save and post_save signals) with an INSERT compiled once per connection, and sets
+    the key the database gave. For a model whose columns all take a plain placeholder and
+    whose relations are given as ids (the prompt path's entries)."""
 
     def __init__(self, model: type[M]) -> None:
         meta = model._meta
@@ -171,6 +171,8 @@ class Insert(Generic[M]):
         if compiled is None:
             compiled = self._compiled[connection] = self._compile(instance)
         sql, returning = compiled
+        saving = {"sender": self.model, "instance": instance, "raw": False, "update_fields": None}
+        signals.pre_save.send(**saving, using=DEFAULT_DB_ALIAS)
         values = [
             field.get_db_prep_save(field.pre_save(instance, True), connection)
             for field in self.fields
@@ -184,6 +186,7 @@ class Insert(Generic[M]):
                 key = ops.last_insert_id(cursor, meta.db_table, meta.pk.column)
         instance.pk = key
         instance._state.adding, instance._state.db = False, DEFAULT_DB_ALIAS
+        signals.post_save.send(**saving, created=True, using=DEFAULT_DB_ALIAS)
         return instance
 
     def _compile(self, instance: M) -> tuple[str, Any]:

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db import connection
 from django.db.models import Exists, F, OuterRef
+from django.db.models.signals import post_save, pre_save
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -183,3 +184,23 @@ def test_an_insert_writes_the_row_the_orm_writes_and_takes_its_key(owner):
     row = Entry.objects.values_list(*columns)
     assert row.get(pk=inserted.pk) == row.get(pk=saved.pk)
     assert Entry.objects.get(pk=inserted.pk).data == {"purpose": "handoff"}
+
+
+def test_an_insert_sends_the_signals_a_save_sends(owner):
+    session = make_session(owner)
+    heard = []
+
+    def pre(sender, instance, **kwargs):
+        heard.append(("pre_save", instance.pk))
+
+    def post(sender, instance, created, **kwargs):
+        heard.append(("post_save", created, instance.pk is not None))
+
+    pre_save.connect(pre, sender=Entry)
+    post_save.connect(post, sender=Entry)
+    try:
+        Insert(Entry).save(Entry(session_id=session.pk, role="user"))
+    finally:
+        pre_save.disconnect(pre, sender=Entry)
+        post_save.disconnect(post, sender=Entry)
+    assert heard == [("pre_save", None), ("post_save", True, True)]
