@@ -106,6 +106,13 @@ def test_the_socket_memory_bench_says_where_a_sockets_memory_goes():
     assert "the heap's growth by file, largest first:" in out
 
 
+def test_the_prompt_parts_bench_times_each_part_of_a_prompts_set_up():
+    out = bench("bench/prompt_parts.py", "--runs", "3")
+    assert re.search(r"^\s+\d+  the claim taken and released$", out, re.M)
+    assert re.search(r"^\s+\d+  render: the status line$", out, re.M)
+    assert re.search(r"^\s+\d+  in all$", out, re.M)
+
+
 def test_the_prompt_queries_bench_counts_a_prompts_statements_and_says_who_sent_them():
     out = bench("bench/prompt_queries.py", "--runs", "1", "--list")
     assert re.search(r"a later prompt: \d+ statements .*from the frame to the first delta", out)
