@@ -60,7 +60,7 @@ def mentioned_by(session: ChatSession) -> list[int]:
     return list(dict.fromkeys(number for (data,) in kept for number, _ in mentions_in(data)))
 
 
-MENTIONING: Statement[Entry] = Statement(  # every prompt reads it (recall offered?)
+MENTIONING: Statement[Entry] = Statement(  # read at every prompt: is recall offered?
     lambda session_id: Entry.objects.filter(
         session_id=session_id, data__mentions__isnull=False
     ).values_list("data"),

@@ -120,6 +120,14 @@ class Statement(Generic[M]):
             made.append(instance)
         return made
 
+    def one(self, **values: Any) -> M:
+        """The one instance, as `get` gives it (the model's DoesNotExist when there is none)."""
+        found = self.objects(**values)
+        if not found:
+            model: Any = self._compiled[connections[DEFAULT_DB_ALIAS]].compiler.query.model
+            raise model.DoesNotExist(f"{model.__name__} matching {values} does not exist.")
+        return found[0]
+
 
 class Update(Statement[M]):
     """An UPDATE: `build(**stand_ins)` gives the queryset of the rows to change and the

@@ -44,10 +44,8 @@ def read(session: ChatSession, *, queued: int | None = None) -> StatusLine:
 
 def read_by_id(session_id: int) -> tuple[ChatSession, StatusLine]:
     """The session, read afresh, and its status line."""
-    found = SESSION.objects(session_id=session_id)
-    if not found:
-        raise ChatSession.DoesNotExist(f"no session {session_id}")
-    return found[0], read(found[0])
+    session = SESSION.one(session_id=session_id)
+    return session, read(session)
 
 
 SESSION: Statement[ChatSession] = Statement(  # every reply's end reads it

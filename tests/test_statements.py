@@ -204,3 +204,11 @@ def test_an_insert_sends_the_signals_a_save_sends(owner):
         pre_save.disconnect(pre, sender=Entry)
         post_save.disconnect(post, sender=Entry)
     assert heard == [("pre_save", None), ("post_save", True, True)]
+
+
+def test_one_instance_is_given_or_the_models_does_not_exist_is_raised(owner):
+    session = make_session(owner)
+    reads = Statement(lambda session_id: ChatSession.objects.filter(pk=session_id), session_id=int)
+    assert reads.one(session_id=session.pk).pk == session.pk
+    with pytest.raises(ChatSession.DoesNotExist):
+        reads.one(session_id=session.pk + 1000)

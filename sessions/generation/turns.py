@@ -83,7 +83,7 @@ def queue_prompt(
 def _as_claimed(session_id: int) -> tuple[ChatSession, bool, int | None]:
     """The session as its claim left it, whether prompts are queued in it, and its owner's
     automatic-handoff threshold: one query."""
-    (claimed,) = AS_CLAIMED.objects(session_id=session_id)
+    claimed = AS_CLAIMED.one(session_id=session_id)
     return claimed, bool(getattr(claimed, "queued", False)), getattr(claimed, "auto_at", None)
 
 

@@ -178,7 +178,10 @@ class ChatSession(models.Model):
         that reports its usage sets it; anything else that reaches the model adds its estimate.
         """
         with transaction.atomic():
-            (leaf_id,) = LEAF.first(session_id=self.pk) or (None,)
+            found = LEAF.first(session_id=self.pk)
+            if found is None:  # as the ORM's get says it
+                raise ChatSession.DoesNotExist(f"session {self.pk} does not exist.")
+            (leaf_id,) = found
             entry = ENTRY.save(Entry(session_id=self.pk, parent_id=leaf_id, **fields).derive())
             reported, added = entry.reported_context, entry.context_added
             written = (REPORTED, reported) if reported else (ADDED, added)
