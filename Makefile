@@ -37,7 +37,7 @@ lint: dev
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy sessions agentweb
 
-bench: dev  # every figure of docs/PERFORMANCE.md, each beside its target (about 12 minutes)
+bench: dev  # every figure of docs/PERFORMANCE.md, each beside its target (about 10 minutes)
 	$(BIN)/python bench/stream_overhead.py --tokens 1000 --runs 7
 	$(BIN)/python bench/relay_browser.py --tokens 20000 --runs 3
 	$(BIN)/python bench/cancel_latency.py --runs 20
