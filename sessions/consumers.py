@@ -56,6 +56,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
             settings.AGENTWEB_FRAMES_PER_SECOND, settings.AGENTWEB_FRAME_BURST
         )
         self.awaiting_snapshot_since = 0.0
+        self.generating_on = ""  # the channel of the session's generation, as a frame last read
         self.user_id = user.pk
         self.user_group = tabs.user_group(user.pk)
         self.login = self.scope["session"].session_key or ""
@@ -97,14 +98,15 @@ class SessionConsumer(AsyncWebsocketConsumer):
     async def may_act(self) -> bool:
         """Before a frame is acted on: the sign-in still holds (Django's rules: not signed out,
         not expired, the password unchanged) and the session is not deleted."""
-        signed_in, kept = await database_sync_to_async(_standing)(
+        signed_in, channel = await database_sync_to_async(_standing)(
             self.login, self.user_id, self.session.pk
         )
         if not signed_in:
             await self.close(code=CLOSE_UNAUTHENTICATED)
-        elif not kept:
+        elif channel is None:
             await self.session_deleted({"html": partials.notice(announce.DELETED, "error")})
-        return signed_in and kept
+        self.generating_on = channel or ""  # where a Cancel goes, as just read
+        return signed_in and channel is not None
 
     # --- from the browser ------------------------------------------------------
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
@@ -126,7 +128,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
 
     async def act(self, frame: Frame) -> None:
         if frame.action == "cancel":
-            if not await generation.cancel(self.session.pk):
+            if not await generation.cancel(self.session.pk, channel=self.generating_on):
                 await self.send(text_data=partials.notice("Nothing is running.", "info"))
         elif frame.action == "handoff_confirm":
             await self.confirm_handoff(frame)
@@ -273,9 +275,10 @@ RELAYED = frozenset(
 )
 
 
-def _standing(login: str, user_id: int, session_id: int) -> tuple[bool, bool]:
-    """Whether the sign-in holds, and whether the session is kept (not deleted)."""
-    return sign_ins.holds(login, user_id), store.is_kept(session_id)
+def _standing(login: str, user_id: int, session_id: int) -> tuple[bool, str | None]:
+    """Whether the sign-in holds, and the channel of the session's generation ("" when none
+    runs; None when the session is not kept)."""
+    return sign_ins.holds(login, user_id), store.kept_generation(session_id)
 
 
 CATCH_UP_LIMIT = 200

@@ -252,14 +252,16 @@ def count_messages(entries: Sequence[Entry]) -> int:
     return sum(1 for entry in entries if entry.kind == Entry.Kind.MESSAGE)
 
 
-def is_kept(session_id: int) -> bool:
-    """Whether the session is there (not deleted): every frame of every socket asks."""
-    return KEPT.first(session_id=session_id) is not None
+def kept_generation(session_id: int) -> str | None:
+    """The channel of the session's generation ("" when none runs), or None when the session
+    is not kept (deleted): every frame of every socket asks, and a Cancel needs no more."""
+    found = KEPT.first(session_id=session_id)
+    return None if found is None else found[0]
 
 
 KEPT: Statement[ChatSession] = Statement(
     lambda session_id: ChatSession.objects.filter(ChatSession.kept(), pk=session_id).values_list(
-        "pk"
+        "generation_channel"
     )[:1],
     session_id=int,
 )
