@@ -60,7 +60,7 @@ def main() -> None:
     one = sessions[0]
 
     def checked(session: ChatSession) -> None:
-        assert _standing(cookie, user.pk, session.pk) == (True, True)
+        assert _standing(cookie, user.pk, session.pk) == (True, "")  # signed in, kept, idle
 
     def claim_and_release(n: int) -> None:
         generation = uuid.uuid4().hex
