@@ -128,7 +128,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
 
     async def act(self, frame: Frame) -> None:
         if frame.action == "cancel":
-            if not await generation.cancel(self.session.pk, channel=self.generating_on):
+            if not await generation.cancel(self.session.pk, self.generating_on):
                 await self.send(text_data=partials.notice("Nothing is running.", "info"))
         elif frame.action == "handoff_confirm":
             await self.confirm_handoff(frame)

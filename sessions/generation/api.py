@@ -117,19 +117,11 @@ def _reviewable_reply(session: ChatSession, reply_id: int) -> Entry | None:
     return reply
 
 
-async def cancel(session_id: int, *, channel: str | None = None) -> bool:
+async def cancel(session_id: int, channel: str) -> bool:
     """Ask the job running this session's generation, in whatever process, to stop (and a
     title being written for it in this one). False: nothing was running. `channel`: the job's,
-    when the caller has just read it ("" for none)."""
+    as the caller has just read it with the session's row ("" for none)."""
     stopped_title = titles.stop(session_id)
-    if channel is None:
-        channel = await database_sync_to_async(
-            lambda: (
-                ChatSession.objects.filter(pk=session_id)
-                .values_list("generation_channel", flat=True)
-                .first()
-            )
-        )()
     if not channel:
         return stopped_title
     await get_channel_layer().send(channel, {"type": "generation.cancel"})

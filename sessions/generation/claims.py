@@ -14,11 +14,11 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from ..agent.handoff_notes import NOTES
@@ -57,33 +57,30 @@ def claim(session_id: int, generation_id: str, kind: str, channel: str) -> bool:
     return updated == 1
 
 
-def _taking(**claim: Any) -> dict[str, Any]:
-    return {
-        "generation_id": claim["id"],
-        "generation_kind": claim["kind"],
-        "generation_channel": claim["channel"],
-        "generation_started_at": claim["now"],
-        "generation_lease_until": claim["until"],
-    }
+def _taking(where: Callable[[datetime], Q]) -> Update[ChatSession]:
+    """The claim taken where the session's row is `where(now)`: one UPDATE, compiled once."""
+    return Update(
+        lambda session_id, **claim: (
+            ChatSession.objects.filter(where(claim["now"]), pk=session_id),
+            {
+                "generation_id": claim["id"],
+                "generation_kind": claim["kind"],
+                "generation_channel": claim["channel"],
+                "generation_started_at": claim["now"],
+                "generation_lease_until": claim["until"],
+            },
+        ),
+        session_id=int,
+        id=str,
+        kind=str,
+        channel=str,
+        now=datetime,
+        until=datetime,
+    )
 
 
-CLAIM = {"id": str, "kind": str, "channel": str, "now": datetime, "until": datetime}
-TAKE_FREE: Update[ChatSession] = Update(
-    lambda session_id, **claim: (
-        ChatSession.objects.filter(pk=session_id, generation_id=""),
-        _taking(**claim),
-    ),
-    session_id=int,
-    **CLAIM,
-)
-TAKE_LAPSED: Update[ChatSession] = Update(
-    lambda session_id, **claim: (
-        ChatSession.objects.filter(ChatSession.claimable(claim["now"]), pk=session_id),
-        _taking(**claim),
-    ),
-    session_id=int,
-    **CLAIM,
-)
+TAKE_FREE = _taking(lambda now: Q(generation_id=""))
+TAKE_LAPSED = _taking(ChatSession.claimable)  # free, or its lease ran out
 
 
 def record_interruption(session_id: int) -> None:
