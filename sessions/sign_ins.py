@@ -1,20 +1,75 @@
 """Whether the sign-in a WebSocket was opened with still holds, by Django's own rules: its
 session exists and has not expired, and it was made with the user's current password (a
-password change ends every other sign-in, as Django's session verification does for pages)."""
+password change ends every other sign-in, as Django's session verification does for pages).
+
+Every frame a socket sends is checked. Django's check reads the session's row and the user's
+(two ORM reads, about 0.6 ms); here one compiled statement reads what the verdict depends on
+(the session's data, unexpired; the user's password and active flag), and when that is what
+it was the last time Django's own check held for this sign-in, the verdict is the same. Any
+change (a new password, a sign-out, expiry, the session's data rewritten) and every verdict
+that does not hold go through Django's check itself."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from importlib import import_module
 from types import SimpleNamespace
 
 from django.conf import settings
 from django.contrib import auth
+from django.contrib.auth import get_user_model
+from django.contrib.sessions.models import Session
+from django.db.models import QuerySet, Subquery
+from django.utils import timezone
+
+from .statements import Statement
+
+DATABASE_SESSIONS = "django.contrib.sessions.backends.db"
+REMEMBERED = 10_000  # sign-ins whose last holding state is kept; more and it starts again
+
+
+def _standing(key: str, user_id: int, now: datetime) -> QuerySet[Session, tuple[object, ...]]:
+    users = get_user_model().objects.filter(pk=user_id)
+    return (
+        Session.objects.filter(session_key=key, expire_date__gt=now)
+        .annotate(
+            password=Subquery(users.values("password")[:1]),
+            active=Subquery(users.values("is_active")[:1]),
+        )
+        .values_list("session_data", "password", "active")[:1]
+    )
+
+
+STANDING: Statement[Session] = Statement(_standing, key=str, user_id=int, now=datetime)
+_held: dict[tuple[str, int], tuple[object, ...]] = {}  # a sign-in → its state when it last held
 
 
 def holds(session_key: str, user_id: int) -> bool:
     """Whether sign-in `session_key` is still user `user_id`'s."""
     if not session_key:
         return False
+    if settings.SESSION_ENGINE != DATABASE_SESSIONS:
+        return _by_django(session_key, user_id)
+    state = _state(session_key, user_id)
+    if state is None:  # no such sign-in now (signed out, expired), or no such user
+        return False
+    sign_in = (session_key, user_id)
+    if _held.get(sign_in) == state:
+        return True
+    held = _by_django(session_key, user_id)
+    if held and _state(session_key, user_id) == state:  # Django judged this very state
+        if len(_held) >= REMEMBERED:
+            _held.clear()
+        _held[sign_in] = state
+    return held
+
+
+def _state(session_key: str, user_id: int) -> tuple[object, ...] | None:
+    state = STANDING.first(key=session_key, user_id=user_id, now=timezone.now())
+    return state if state is not None and state[1] is not None else None
+
+
+def _by_django(session_key: str, user_id: int) -> bool:
     engine = import_module(settings.SESSION_ENGINE)
     request = SimpleNamespace(session=engine.SessionStore(session_key))
     user = auth.get_user(request)  # type: ignore[arg-type]  # it reads only `session`

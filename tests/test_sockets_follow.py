@@ -6,10 +6,12 @@ generation, and a handoff never continues a deleted chain."""
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 import pytest
 from django.contrib.sessions.models import Session
 from django.test import Client
+from django.utils import timezone
 
 from sessions import generation
 from sessions.models import ChatSession, Entry, PendingPrompt
@@ -90,6 +92,50 @@ async def test_an_ended_sign_in_refuses_the_next_frame(owner, open_tab):
     await tab.send(message="/rename A new name")
     assert await tab.ws.receive_output(timeout=3) == CLOSED_SIGNED_OUT
     assert (await db_async(ChatSession.objects.get)(pk=session.pk)).title == "question 0"
+
+
+async def held_once(open_tab, owner, session):
+    """A tab whose sign-in has held for one frame already (the check remembers it)."""
+    tab = await open_caught_up(open_tab, owner, session)
+    await tab.send(message="/help")
+    await tab.until("<dd>List the slash commands</dd>")
+    return tab
+
+
+async def test_a_password_changed_after_a_frame_held_refuses_the_next_frame(owner, open_tab):
+    session = await db_async(make_session)(owner, exchanges=1)
+    tab = await held_once(open_tab, owner, session)
+
+    def change_password() -> None:
+        owner.set_password("changed-by-an-admin-789")
+        owner.save()
+
+    await db_async(change_password)()
+    await tab.send(message="Still there?")
+    assert await tab.ws.receive_output(timeout=3) == CLOSED_SIGNED_OUT
+    assert await entry_count(session) == 2
+
+
+async def test_a_sign_in_that_expires_after_a_frame_held_refuses_the_next_frame(owner, open_tab):
+    session = await db_async(make_session)(owner, exchanges=1)
+    tab = await held_once(open_tab, owner, session)
+
+    def expire() -> None:
+        Session.objects.update(expire_date=timezone.now() - timedelta(seconds=1))
+
+    await db_async(expire)()
+    await tab.send(message="/rename A new name")
+    assert await tab.ws.receive_output(timeout=3) == CLOSED_SIGNED_OUT
+    assert (await db_async(ChatSession.objects.get)(pk=session.pk)).title == "question 0"
+
+
+async def test_a_user_deactivated_after_a_frame_held_is_refused_the_next_frame(owner, open_tab):
+    session = await db_async(make_session)(owner, exchanges=1)
+    tab = await held_once(open_tab, owner, session)
+    await db_async(lambda: type(owner).objects.filter(pk=owner.pk).update(is_active=False))()
+    await tab.send(message="Still there?")
+    assert await tab.ws.receive_output(timeout=3) == CLOSED_SIGNED_OUT
+    assert await entry_count(session) == 2
 
 
 async def test_deleting_a_session_closes_its_tabs_and_says_why(owner, open_tab):
