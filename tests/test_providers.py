@@ -167,6 +167,25 @@ async def test_cancelling_the_consumer_closes_the_connection_the_server_sees(fak
     assert fake_anthropic.completed == 0
 
 
+def test_the_client_built_at_start_up_serves_the_first_stream_on_a_later_event_loop(
+    fake_anthropic,
+):
+    provider = anthropic_provider(fake_anthropic)
+    ahead = provider.build_client_ahead()  # no event loop runs yet, as at start-up
+    fake_anthropic.enqueue(Reply.text("Built ahead"), Reply.text("On another loop"))
+
+    async def first_stream():
+        events = await collect(provider)
+        return provider._client(), "".join(e.text for e in events if isinstance(e, TextDelta))
+
+    client, text = asyncio.run(first_stream())
+    assert text == "Built ahead"
+    assert client is ahead
+    later, text = asyncio.run(first_stream())  # a loop of its own gets a client of its own
+    assert text == "On another loop"
+    assert later is not client
+
+
 def test_the_default_model_is_offline_without_a_key(settings):
     settings.AGENTWEB_MODEL = "local"
     assert isinstance(provider_for("local"), LocalProvider)

@@ -133,6 +133,10 @@ class AnthropicProvider(Provider):
             raise ProviderError(catalog.unavailable_reason(self.model), kind="auth")
         return shared_client(**self.client_options)
 
+    def build_client_ahead(self) -> anthropic.AsyncAnthropic:
+        """At start-up: the client the first generation will take, built now."""
+        return build_client_ahead(**self.client_options)
+
 
 class _Reading:
     """What a stream's events other than text say: thinking, tool calls, usage, the stop."""
@@ -223,18 +227,37 @@ def _tool_call(call_id: str, name: str, parts: list[str]) -> ToolCall:
 _clients: weakref.WeakKeyDictionary[
     asyncio.AbstractEventLoop, dict[tuple[Any, ...], anthropic.AsyncAnthropic]
 ] = weakref.WeakKeyDictionary()
+# Clients built before any event loop ran (at start-up): each goes to the first loop that asks
+# for its options. A client binds to a loop only at its first request (aiohttp's session).
+_unbound: dict[tuple[Any, ...], anthropic.AsyncAnthropic] = {}
+
+
+def _key(options: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(sorted((name, repr(value)) for name, value in options.items()))
+
+
+def _built(options: dict[str, Any]) -> anthropic.AsyncAnthropic:
+    # aiohttp reads a stream in about two thirds of httpx's time per event (bench/).
+    return anthropic.AsyncAnthropic(**options, http_client=anthropic.DefaultAioHttpClient())
 
 
 def shared_client(**options: Any) -> anthropic.AsyncAnthropic:
     loop = asyncio.get_running_loop()
     clients = _clients.setdefault(loop, {})
-    key = tuple(sorted((name, repr(value)) for name, value in options.items()))
+    key = _key(options)
     if key not in clients:
-        # aiohttp reads a stream in about two thirds of httpx's time per event (bench/).
-        clients[key] = anthropic.AsyncAnthropic(
-            **options, http_client=anthropic.DefaultAioHttpClient()
-        )
+        ahead = _unbound.pop(key, None)
+        clients[key] = ahead if ahead is not None else _built(options)
     return clients[key]
+
+
+def build_client_ahead(**options: Any) -> anthropic.AsyncAnthropic:
+    """Build the client for these options now, outside any event loop (its SSL context and
+    the transport's imports cost about 40 ms): the first loop that asks for it takes it."""
+    key = _key(options)
+    if key not in _unbound:
+        _unbound[key] = _built(options)
+    return _unbound[key]
 
 
 _REASONS_BY_TYPE = {
