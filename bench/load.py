@@ -35,6 +35,7 @@ DELTA = re.compile(r'<div id="live-text" hx-swap-oob="beforeend">(.*?)</div>', r
 @dataclass
 class Tab:
     sent_at: float = 0.0
+    asked_at: float = 0.0  # when the model's request for its reply reached the fake server
     deltas: list[tuple[float, str]] = field(default_factory=list)
     error: str = ""
     done: bool = False  # its reply ended
@@ -82,14 +83,21 @@ class Report:
     def first_ms(self) -> list[float]:
         return [(tab.deltas[0][0] - tab.sent_at) * 1000 for tab in self.tabs if tab.deltas]
 
+    def asked_ms(self) -> list[float]:
+        """From the prompt sent to the model's request arriving: the server's part of the first
+        delta's wait (the rest is the model's first token and its relay to the tab)."""
+        return [(tab.asked_at - tab.sent_at) * 1000 for tab in self.tabs if tab.asked_at]
+
     def line(self) -> str:
         gaps = sorted(self.gaps_ms()) or [0.0]
         first = sorted(self.first_ms()) or [0.0]
+        asked = sorted(self.asked_ms()) or [0.0]
         per_socket = (self.rss_connected_kb - self.rss_idle_kb) / max(1, self.sessions)
         return (
             f"N={self.sessions:4}  lost {self.lost}  errors {len(self.errors)}  "
             f"gap p50/p95/max {_pct(gaps, 50):5.0f} /{_pct(gaps, 95):5.0f} /{gaps[-1]:6.0f} ms  "
-            f"first delta p50/p95 {_pct(first, 50):5.0f} /{_pct(first, 95):5.0f} ms  "
+            f"first delta p50/p95 {_pct(first, 50):5.0f} /{_pct(first, 95):5.0f} ms "
+            f"(the model asked p50/p95 {_pct(asked, 50):5.0f} /{_pct(asked, 95):5.0f} ms)  "
             f"RSS idle {self.rss_idle_kb / 1024:.0f} MB, +{per_socket:.0f} KB a socket, "
             f"after {self.rss_after_kb / 1024:.0f} MB  "
             f"CPU {self.cpu_seconds * 1000 / max(1, self.sessions):.0f} ms a stream"
@@ -322,6 +330,15 @@ async def measure(
             await asyncio.sleep(0.05)  # until the load's replies stream
         timed = await cancelling.cancel_each(streaming)
     tabs, connected = await load
+    asked = {
+        int(found.group(1)): request["arrived"]
+        for request in fake.requests
+        if (
+            found := re.search(r"stream please (\d+)", json.dumps(request["json"]["messages"][-1:]))
+        )
+    }
+    for tab, session_id in zip(tabs, ids, strict=True):
+        tab.asked_at = asked.get(session_id, 0.0)
     used = sum(cpu_seconds(pid) for pid in pids) - cpu[0] if cpu else 0.0
     after = sum(rss_kb(pid) for pid in pids)
     return Report(sessions, tokens, rate, tabs, idle, connected, after, used, timed)

@@ -28,6 +28,7 @@ async def test_ten_sessions_streaming_at_once_lose_no_token(django_db_setup: Any
     assert report.errors == []
     assert report.lost == 0
     assert all(len(tab.deltas) > 1 for tab in report.tabs)  # it streamed, in several deltas
+    assert all(tab.sent_at < tab.asked_at < tab.deltas[0][0] for tab in report.tabs)
     assert report.rss_after_kb > 0
 
 
