@@ -55,6 +55,7 @@ class Report:
     rss_connected_kb: int
     rss_after_kb: int
     cpu_seconds: float = 0.0  # the daphne process's CPU time from the prompts to the last end
+    setup_cpu_seconds: float = 0.0  # the same, from the prompts to the last model request
     # cancels sent by a tab on another process than the one generating, during the load:
     # (ms to the model connection closed, ms to "Cancelled" in the cancelling tab, whether the
     # load's streams were still running)
@@ -100,7 +101,8 @@ class Report:
             f"(the model asked p50/p95 {_pct(asked, 50):5.0f} /{_pct(asked, 95):5.0f} ms)  "
             f"RSS idle {self.rss_idle_kb / 1024:.0f} MB, +{per_socket:.0f} KB a socket, "
             f"after {self.rss_after_kb / 1024:.0f} MB  "
-            f"CPU {self.cpu_seconds * 1000 / max(1, self.sessions):.0f} ms a stream"
+            f"CPU {self.cpu_seconds * 1000 / max(1, self.sessions):.0f} ms a stream, "
+            f"{self.setup_cpu_seconds * 1000 / max(1, self.sessions):.1f} ms to its request"
             + self.cancel_line()
         )
 
@@ -309,6 +311,7 @@ async def measure(
     pids = [one.process.pid for one in servers]
     idle = sum(rss_kb(pid) for pid in pids)
     cpu: list[float] = []
+    asked_cpu: list[float] = []
     started = asyncio.Event()
     timeout = 60 + tokens / rate
     tabs: list[Tab] = []
@@ -317,12 +320,18 @@ async def measure(
         cpu.append(sum(cpu_seconds(pid) for pid in pids))
         started.set()
 
+    def all_asked() -> None:  # the CPU spent once every prompt has reached the model
+        if fake.wait_for(lambda: len(fake.requests) >= asked_before + sessions, timeout):
+            asked_cpu.append(sum(cpu_seconds(pid) for pid in pids))
+
     def streaming() -> bool:
         return any(tab.deltas and not tab.done for tab in tabs)
 
     cancelling = Cancels(servers, fake, cookie, timeout)
     await cancelling.start_replies(cancelled)
+    asked_before = len(fake.requests)
     load = asyncio.ensure_future(run(servers, cookie, ids, timeout, spread, on_ready, tabs))
+    asking = asyncio.ensure_future(asyncio.to_thread(all_asked))
     timed: list[tuple[float, float, bool]] = []
     if cancelled:
         await started.wait()
@@ -339,9 +348,11 @@ async def measure(
     }
     for tab, session_id in zip(tabs, ids, strict=True):
         tab.asked_at = asked.get(session_id, 0.0)
+    await asking
     used = sum(cpu_seconds(pid) for pid in pids) - cpu[0] if cpu else 0.0
+    setup = asked_cpu[0] - cpu[0] if cpu and asked_cpu else 0.0
     after = sum(rss_kb(pid) for pid in pids)
-    return Report(sessions, tokens, rate, tabs, idle, connected, after, used, timed)
+    return Report(sessions, tokens, rate, tabs, idle, connected, after, used, setup, timed)
 
 
 def main() -> None:

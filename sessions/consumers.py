@@ -15,6 +15,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.urls import reverse
 
 from . import commands, generation, partials, sign_ins, status, store, tabs
@@ -43,7 +44,11 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
         session_id = int(self.scope["url_route"]["kwargs"]["session_id"])
-        session = await database_sync_to_async(store.owned_session)(user, session_id)
+        login = self.scope["session"].session_key or ""
+        signed_in, session = await database_sync_to_async(_opening)(login, user, session_id)
+        if not signed_in:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
         if session is None:
             await self.close(code=CLOSE_NOT_FOUND)
             return
@@ -59,7 +64,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         self.generating_on = ""  # the channel of the session's generation, as a frame last read
         self.user_id = user.pk
         self.user_group = tabs.user_group(user.pk)
-        self.login = self.scope["session"].session_key or ""
+        self.login = login
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.channel_layer.group_add(self.user_group, self.channel_name)
         self.joined = True
@@ -273,6 +278,12 @@ RELAYED = frozenset(
         *("session.deleted", "user.logout"),
     }
 )
+
+
+def _opening(login: str, user: User, session_id: int) -> tuple[bool, ChatSession | None]:
+    """At connect: the sign-in holds by the frames' own check (which then knows it: the first
+    frame costs no more than the next), and the session if it is the user's."""
+    return sign_ins.holds(login, user.pk), store.owned_session(user, session_id)
 
 
 def _standing(login: str, user_id: int, session_id: int) -> tuple[bool, str | None]:
