@@ -7,10 +7,12 @@ The view renders `sessions/session.html` whole; these render one of its
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
 from django.template.loader import render_to_string
+from django.urls import get_script_prefix, reverse
 from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
 
@@ -138,6 +140,17 @@ def status_context(session: ChatSession, line: StatusLine) -> dict[str, Any]:
         "thinks": not spec.is_local,
         "model_offered": offered,
         "model_problem": "" if offered else catalog.unavailable_reason(session.model),
+        "actions": _actions(get_script_prefix(), session.pk),
+    }
+
+
+@lru_cache(maxsize=4096)
+def _actions(prefix: str, session_id: int) -> dict[str, str]:
+    """Where the status line's pickers post: reversed once per session, not at every line (four
+    reverses were a fifth of its render, and a prompt renders it twice)."""
+    return {
+        "model": reverse("chat:model", args=[session_id]),
+        "thinking": reverse("chat:thinking", args=[session_id]),
     }
 
 
