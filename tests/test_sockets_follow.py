@@ -67,12 +67,21 @@ async def test_a_password_change_closes_the_other_sign_ins_sockets_and_keeps_its
     await here.until("<dd>List the slash commands</dd>")
 
 
+async def held_once(open_tab, owner, session):
+    """A tab whose sign-in has held for one frame already (the check remembers it)."""
+    tab = await open_caught_up(open_tab, owner, session)
+    await tab.send(message="/help")
+    await tab.until("<dd>List the slash commands</dd>")
+    return tab
+
+
+@pytest.mark.parametrize("held", [False, True], ids=["its first frame", "after one held"])
 async def test_a_password_changed_elsewhere_refuses_the_next_frame_and_stores_nothing(
-    owner, open_tab
+    owner, open_tab, held
 ):
     """As `manage.py changepassword` or the admin does it: no page of agentweb is involved."""
     session = await db_async(make_session)(owner, exchanges=1)
-    tab = await open_caught_up(open_tab, owner, session)
+    tab = await (held_once if held else open_caught_up)(open_tab, owner, session)
 
     def change_password() -> None:
         owner.set_password("changed-by-an-admin-789")
@@ -85,45 +94,19 @@ async def test_a_password_changed_elsewhere_refuses_the_next_frame_and_stores_no
     assert not await db_async(PendingPrompt.objects.exists)()
 
 
-async def test_an_ended_sign_in_refuses_the_next_frame(owner, open_tab):
-    session = await db_async(make_session)(owner, exchanges=1)
-    tab = await open_caught_up(open_tab, owner, session)
-    await db_async(lambda: Session.objects.all().delete())()  # expired, or cleared by an admin
-    await tab.send(message="/rename A new name")
-    assert await tab.ws.receive_output(timeout=3) == CLOSED_SIGNED_OUT
-    assert (await db_async(ChatSession.objects.get)(pk=session.pk)).title == "question 0"
+def clear_sign_ins() -> None:  # as an admin or `clearsessions` does
+    Session.objects.all().delete()
 
 
-async def held_once(open_tab, owner, session):
-    """A tab whose sign-in has held for one frame already (the check remembers it)."""
-    tab = await open_caught_up(open_tab, owner, session)
-    await tab.send(message="/help")
-    await tab.until("<dd>List the slash commands</dd>")
-    return tab
+def expire_sign_ins() -> None:  # as time does
+    Session.objects.update(expire_date=timezone.now() - timedelta(seconds=1))
 
 
-async def test_a_password_changed_after_a_frame_held_refuses_the_next_frame(owner, open_tab):
+@pytest.mark.parametrize("end", [clear_sign_ins, expire_sign_ins], ids=["cleared", "expired"])
+async def test_an_ended_sign_in_refuses_the_next_frame(owner, open_tab, end):
     session = await db_async(make_session)(owner, exchanges=1)
     tab = await held_once(open_tab, owner, session)
-
-    def change_password() -> None:
-        owner.set_password("changed-by-an-admin-789")
-        owner.save()
-
-    await db_async(change_password)()
-    await tab.send(message="Still there?")
-    assert await tab.ws.receive_output(timeout=3) == CLOSED_SIGNED_OUT
-    assert await entry_count(session) == 2
-
-
-async def test_a_sign_in_that_expires_after_a_frame_held_refuses_the_next_frame(owner, open_tab):
-    session = await db_async(make_session)(owner, exchanges=1)
-    tab = await held_once(open_tab, owner, session)
-
-    def expire() -> None:
-        Session.objects.update(expire_date=timezone.now() - timedelta(seconds=1))
-
-    await db_async(expire)()
+    await db_async(end)()
     await tab.send(message="/rename A new name")
     assert await tab.ws.receive_output(timeout=3) == CLOSED_SIGNED_OUT
     assert (await db_async(ChatSession.objects.get)(pk=session.pk)).title == "question 0"
