@@ -9,6 +9,7 @@ the first delta's latency, and the server's memory (RSS: idle, with N sockets, a
     .venv/bin/python bench/load.py --sessions 200 --layer redis
     .venv/bin/python bench/load.py --sessions 200 --spread 5   # prompts over 5 s, not at once
     .venv/bin/python bench/load.py --sessions 400 --layer redis --processes 2 --cancels 20
+    .venv/bin/python bench/load.py --sessions 200 --profile-setup 1   # py-spy on the set-up
 
 `make load` runs that; CI runs tests/test_load.py (a small N, the same code).
 """
@@ -291,6 +292,7 @@ async def measure(
     rate: float,
     spread: float = 0.0,
     cancels: int = 0,
+    on_prompts: Any = None,
 ) -> Report:
     """N sessions streaming at once through `server` (a Daphne, or a list of them: the tabs are
     split between the processes; memory and CPU are their sums), and `cancels` more sessions
@@ -319,6 +321,8 @@ async def measure(
     def on_ready() -> None:
         cpu.append(sum(cpu_seconds(pid) for pid in pids))
         started.set()
+        if on_prompts is not None:
+            on_prompts()
 
     def all_asked() -> None:  # the CPU spent once every prompt has reached the model
         if fake.wait_for(lambda: len(fake.requests) >= asked_before + sessions, timeout):
@@ -376,6 +380,11 @@ def main() -> None:
         "--profile", action="store_true", help="py-spy on daphne during each N (needs py-spy)"
     )
     parser.add_argument(
+        "--profile-setup", type=int, default=0, metavar="SECONDS",
+        help="py-spy on daphne for this many seconds from the moment the prompts go (their "
+        "set-up, before the streams), instead of the whole run (needs py-spy)",
+    )  # fmt: skip
+    parser.add_argument(
         "--cancels", type=int, default=0,
         help="this many more sessions, each cancelled by a tab on another process than its "
         "generation's while the N stream (needs --processes 2)",
@@ -411,14 +420,20 @@ def main() -> None:
             servers = [Daphne(f"daphne-load-{n}-{p}", **env) for p in range(args.processes)]
             first = servers[0].process.pid
             profiling = profiles.py_spy(first) if args.profile else nullcontext()
+            setup = profiles.PySpyFor(first, args.profile_setup) if args.profile_setup else None
             try:
                 with profiling:
                     report = asyncio.run(
-                        measure(servers, fake, n, args.tokens, args.rate, args.spread, args.cancels)
-                    )
+                        measure(
+                            servers, fake, n, args.tokens, args.rate, args.spread, args.cancels,
+                            on_prompts=setup.start if setup else None,
+                        )
+                    )  # fmt: skip
             finally:
                 for server in servers:
                     server.stop()
+            if setup is not None:
+                setup.report()
             print(" ", report.line())
             for error in report.errors[:3]:
                 print("    error:", error)

@@ -47,6 +47,29 @@ def py_spy(pid: int, top: int = 15) -> Iterator[None]:
     print_py_spy(out.read_text(), top)
 
 
+class PySpyFor:
+    """py-spy on the process `pid` for `seconds` from `start()` (the set-up of a burst of
+    prompts, say); `report()` waits for it and prints what `py_spy` prints."""
+
+    def __init__(self, pid: int, seconds: int, top: int = 15) -> None:
+        self.pid, self.seconds, self.top = pid, seconds, top
+        self.out = Path(tempfile.mkdtemp()) / "profile.txt"
+        self.recorder: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.recorder = subprocess.Popen(
+            [_py_spy(), "record", "--pid", str(self.pid), "--rate", "250", "--format", "raw",
+             "--output", str(self.out), "--threads", "--nonblocking",
+             "--duration", str(self.seconds)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )  # fmt: skip
+
+    def report(self) -> None:
+        if self.recorder is not None:
+            self.recorder.wait(60)
+            print_py_spy(self.out.read_text(), self.top)
+
+
 def print_py_spy(collapsed: str, top: int) -> None:
     own: collections.Counter[str] = collections.Counter()
     threads: collections.Counter[str] = collections.Counter()
