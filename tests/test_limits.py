@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from sessions import generation, store
+from sessions.generation import turns
 from sessions.generation.job import Job
-from sessions.models import PendingPrompt
+from sessions.models import ChatSession, PendingPrompt
 from sessions.partials.events import render
 
 from .conftest import db_async, make_session
@@ -58,6 +61,34 @@ async def test_a_user_runs_only_so_many_generations_at_once(
     assert "the limit is 1" in await tab.until("the limit is 1")
     assert len(fake_anthropic.requests) == 1
     fake_anthropic.release()
+
+
+async def test_the_cap_counts_the_owners_live_claims_only(owner, other_user, settings):
+    settings.AGENTWEB_MAX_GENERATIONS_PER_USER = 2
+    now = timezone.now()
+    live, lapsed = now + timedelta(minutes=5), now - timedelta(seconds=1)
+
+    def refusals() -> list[str]:
+        for who, generation_id, lease in [
+            (owner, "a", live),
+            (owner, "b", lapsed),  # its process died: not running
+            (owner, "", None),  # idle
+            (other_user, "c", live),
+            (other_user, "d", live),
+        ]:
+            ChatSession.objects.create(
+                owner=who, model="local", generation_id=generation_id, generation_lease_until=lease
+            )
+        asking = ChatSession.objects.create(owner=owner, model="local")
+        one_running = turns.over_a_cap(asking, queueing=True)
+        ChatSession.objects.filter(generation_id="b").update(generation_lease_until=live)
+        return [one_running, turns.over_a_cap(asking, queueing=True)]
+
+    assert await db_async(refusals)() == [
+        "",
+        "2 replies are being generated in your other sessions (the limit is 2): "
+        "send this when one of them ends.",
+    ]
 
 
 async def test_a_flooding_socket_is_slowed_and_cancel_still_goes_through(

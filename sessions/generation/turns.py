@@ -278,9 +278,9 @@ def over_a_cap(session: ChatSession, *, queueing: bool) -> str:
 
 
 def _generating(owner_id: int, session_id: int, now: datetime) -> QuerySet[ChatSession, Any]:
-    live = Q(generation_lease_until__gt=now) & ~Q(generation_id="")
-    return (
-        ChatSession.objects.filter(owner_id=owner_id)
+    live = Q(generation_lease_until__gt=now)
+    return (  # a claim's id is never empty: "> ''" reads only claimed rows, in the owner's index
+        ChatSession.objects.filter(owner_id=owner_id, generation_id__gt="")
         .values("owner_id")
         .annotate(
             running=Count("pk", filter=live), here=Count("pk", filter=live & Q(pk=session_id))

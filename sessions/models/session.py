@@ -105,6 +105,9 @@ class ChatSession(models.Model):
         indexes = [
             models.Index(fields=["owner", "-updated_at"]),
             models.Index(fields=["owner", "chain_root"]),
+            # The owner's sessions that hold a claim (few), without reading the rest: the cap
+            # on generations at once is read at every prompt.
+            models.Index(fields=["owner", "generation_id"]),
         ]
         constraints = [
             # One handoff document starts at most one session, however many tabs confirm it.
