@@ -12,6 +12,7 @@ import time
 from typing import Any
 from urllib.parse import parse_qs
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
@@ -72,13 +73,14 @@ class SessionConsumer(AsyncWebsocketConsumer):
         await self.resync()
 
     async def dispatch(self, message: dict[str, Any]) -> None:
-        """Relay events skip Channels' `aclose_old_connections()`: it hops to the one database
-        thread for every message, and these handlers touch no database (a resync uses its own
-        `database_sync_to_async`, which tidies connections itself)."""
-        if message["type"] in RELAYED:
-            await getattr(self, message["type"].replace(".", "_"))(message)
-        else:
-            await super().dispatch(message)
+        """Each message goes straight to its handler, without Channels' `aclose_old_connections()`
+        first: that is a hop to the one database thread for every message (every frame, every
+        relayed batch), and every handler here that touches the database does it through
+        `database_sync_to_async`, which closes old connections itself before and after."""
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
 
     async def disconnect(self, code: int) -> None:
         if self.joined:
@@ -270,14 +272,6 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await generation.request_snapshot(state["channel"], self.channel_name)
         if state["claimed"]:  # its holder may have died
             generation.watch(self.session.pk, render, holder=state["claimed"])
-
-
-RELAYED = frozenset(
-    {
-        *("agent.event", "generation.snapshot", "session.update", "session.entry"),
-        *("session.deleted", "user.logout"),
-    }
-)
 
 
 def _opening(login: str, user: User, session_id: int) -> tuple[bool, ChatSession | None]:
