@@ -102,10 +102,17 @@ class Report:
             f"(the model asked p50/p95 {_pct(asked, 50):5.0f} /{_pct(asked, 95):5.0f} ms)  "
             f"RSS idle {self.rss_idle_kb / 1024:.0f} MB, +{per_socket:.0f} KB a socket, "
             f"after {self.rss_after_kb / 1024:.0f} MB  "
-            f"CPU {self.cpu_seconds * 1000 / max(1, self.sessions):.0f} ms a stream, "
-            f"{self.setup_cpu_seconds * 1000 / max(1, self.sessions):.1f} ms to its request"
+            f"CPU {self.cpu_seconds * 1000 / max(1, self.sessions):.0f} ms a stream"
+            + self.setup_line()
             + self.cancel_line()
         )
+
+    def setup_line(self) -> str:
+        """The set-up's CPU a prompt: only when they all went at once (spread out, the first
+        ones stream while the last set up)."""
+        if not self.setup_cpu_seconds:
+            return ""
+        return f", {self.setup_cpu_seconds * 1000 / max(1, self.sessions):.1f} ms to its request"
 
     def cancel_line(self) -> str:
         if not self.cancels:
@@ -354,7 +361,7 @@ async def measure(
         tab.asked_at = asked.get(session_id, 0.0)
     await asking
     used = sum(cpu_seconds(pid) for pid in pids) - cpu[0] if cpu else 0.0
-    setup = asked_cpu[0] - cpu[0] if cpu and asked_cpu else 0.0
+    setup = asked_cpu[0] - cpu[0] if cpu and asked_cpu and not spread else 0.0
     after = sum(rss_kb(pid) for pid in pids)
     return Report(sessions, tokens, rate, tabs, idle, connected, after, used, setup, timed)
 
