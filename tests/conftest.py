@@ -39,12 +39,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def close_kept_connections(django_db_setup: Any) -> Iterator[None]:
     """Connections are kept between calls (CONN_MAX_AGE), also by the one thread that
-    `database_sync_to_async` runs on: close them before the test database is dropped."""
+    `database_sync_to_async` runs on and the pool beside it: close them before the test
+    database is dropped."""
     yield
     from asgiref.sync import SyncToAsync
     from django.db import connections
 
+    from sessions import beside
+
     SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=10)
+    beside.close_connections()
     connections.close_all()
 
 

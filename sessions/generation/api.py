@@ -18,6 +18,7 @@ from django.db import IntegrityError
 from .. import tabs, titles
 from ..agent import AgentSession
 from ..agent.handoff_run import switch_failed
+from ..beside import beside
 from ..models import ChatSession, Entry
 from .claims import claim, claim_of, expire
 from .events import Render
@@ -47,9 +48,7 @@ async def start(
 async def submit(session: ChatSession, text: str, render: Render) -> Submitted:
     """Queue the prompt, and start a generation unless one runs (the prompt then waits)."""
     generation_id, channel = await _new_generation()
-    submitted, claimed = await database_sync_to_async(queue_prompt)(
-        session, text, generation_id, channel
-    )
+    submitted, claimed = await beside(queue_prompt)(session, text, generation_id, channel)
     if claimed is not None:
         _launch(Job(claimed[0], generation_id, channel, render, turn=claimed[1]))
     return submitted
