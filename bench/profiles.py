@@ -29,16 +29,21 @@ def _py_spy() -> str:
     return found
 
 
+def _record(pid: int, out: Path, *more: str) -> subprocess.Popen[bytes]:
+    """py-spy recording every thread of `pid` at 250 Hz into `out` (raw, collapsed stacks)."""
+    return subprocess.Popen(
+        [_py_spy(), "record", "--pid", str(pid), "--rate", "250", "--format", "raw",
+         "--output", str(out), "--threads", "--nonblocking", *more],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+
+
 @contextmanager
 def py_spy(pid: int, top: int = 15) -> Iterator[None]:
     """Sample the process `pid` (every thread, with the GIL holder marked) while the block
     runs; then print its functions by own time, and the share of samples that held the GIL."""
     out = Path(tempfile.mkdtemp()) / "profile.txt"
-    recorder = subprocess.Popen(
-        [_py_spy(), "record", "--pid", str(pid), "--rate", "250", "--format", "raw",
-         "--output", str(out), "--threads", "--nonblocking"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
+    recorder = _record(pid, out)
     try:
         yield
     finally:
@@ -57,12 +62,7 @@ class PySpyFor:
         self.recorder: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        self.recorder = subprocess.Popen(
-            [_py_spy(), "record", "--pid", str(self.pid), "--rate", "250", "--format", "raw",
-             "--output", str(self.out), "--threads", "--nonblocking",
-             "--duration", str(self.seconds)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        )  # fmt: skip
+        self.recorder = _record(self.pid, self.out, "--duration", str(self.seconds))
 
     def report(self) -> None:
         if self.recorder is not None:
