@@ -20,8 +20,8 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 
 from . import commands, generation, partials, sign_ins, status, store, tabs
-from .beside import beside
 from .commands import session as session_commands
+from .database import short
 from .forms import Frame, FrameError, parse_frame
 from .models import ChatSession, Entry, PromptTemplate
 from .numbers import whole_number
@@ -106,7 +106,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
     async def may_act(self) -> bool:
         """Before a frame is acted on: the sign-in still holds (Django's rules: not signed out,
         not expired, the password unchanged) and the session is not deleted."""
-        signed_in, channel = await beside(_standing)(self.login, self.user_id, self.session.pk)
+        signed_in, channel = await short(_standing)(self.login, self.user_id, self.session.pk)
         if not signed_in:
             await self.close(code=CLOSE_UNAUTHENTICATED)
         elif channel is None:

@@ -45,10 +45,10 @@ def close_kept_connections(django_db_setup: Any) -> Iterator[None]:
     from asgiref.sync import SyncToAsync
     from django.db import connections
 
-    from sessions import beside
+    from sessions import database
 
     SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=10)
-    beside.close_connections()
+    database.close_connections()
     connections.close_all()
 
 

@@ -20,6 +20,7 @@ from django.conf import settings
 
 from .. import handoff, thinking
 from ..context import ASSISTANT
+from ..database import short
 from ..models import ChatSession, Entry
 from ..providers import Provider, ProviderError, StreamEnd, TextDelta, ThinkingDelta, ToolCall
 from ..store import siblings
@@ -212,7 +213,7 @@ class Streamer:
         if not self.keep:  # the claim was lost: whoever took over keeps the saved partial
             await self.emit("message_end", role=Entry.Role.ASSISTANT, purpose=purpose)
             return reply, Entry(kind=Entry.Kind.MESSAGE, role=Entry.Role.ASSISTANT, **fields)
-        save = database_sync_to_async(_save_reply)(session, reply.content(), beside_others, fields)
+        save = short(_save_reply)(session, reply.content(), beside_others, fields)
         entry = await asyncio.shield(save)  # the final save happens even when cancelled
         self.remember(entry)
         await self.emit("message_end", role=Entry.Role.ASSISTANT, entry=entry, purpose=purpose)

@@ -14,6 +14,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from ..context import USER
+from ..database import short
 from ..models import ChatSession, Entry
 from ..providers import ToolCall
 from .events import Emit
@@ -94,7 +95,7 @@ class ToolLoop:
     async def answer(self, *, beside_others: bool = False) -> Entry:
         """The model's last reply of the loop."""
         rounds = 0
-        self.tools = await database_sync_to_async(offered_tools)(self.session)
+        self.tools = await short(offered_tools)(self.session)
         definitions = [tool.definition for tool in self.tools]
         while True:
             reply, entry = await self.streamer.reply(

@@ -18,7 +18,7 @@ from django.db import IntegrityError
 from .. import tabs, titles
 from ..agent import AgentSession
 from ..agent.handoff_run import switch_failed
-from ..beside import beside
+from ..database import short
 from ..models import ChatSession, Entry
 from .claims import claim, claim_of, expire
 from .events import Render
@@ -48,7 +48,7 @@ async def start(
 async def submit(session: ChatSession, text: str, render: Render) -> Submitted:
     """Queue the prompt, and start a generation unless one runs (the prompt then waits)."""
     generation_id, channel = await _new_generation()
-    submitted, claimed = await beside(queue_prompt)(session, text, generation_id, channel)
+    submitted, claimed = await short(queue_prompt)(session, text, generation_id, channel)
     if claimed is not None:
         _launch(Job(claimed[0], generation_id, channel, render, turn=claimed[1]))
     return submitted

@@ -22,6 +22,7 @@ from ..agent import (
     HandoffResult,
     NothingToHandOff,
 )
+from ..database import short
 from ..models import ChatSession, Entry
 from .claims import leases, set_kind
 from .events import (
@@ -105,7 +106,7 @@ class Job:
         while not self.lost:
             turn, self.turn = self.turn, None
             if turn is None:
-                turn = await database_sync_to_async(next_turn)(
+                turn = await short(next_turn)(
                     self.agent.session, self.generation_id, auto_handoff=not declined
                 )
             if turn.handoff:
@@ -134,9 +135,7 @@ class Job:
             self.agent.keep_context()
         closing = self.closing_status  # released by the last turn
         if closing is None:
-            closing = await database_sync_to_async(release_and_status)(
-                self.session_id, self.generation_id
-            )
+            closing = await short(release_and_status)(self.session_id, self.generation_id)
         await self.relay.show_status(closing)
 
     async def run_handoff(self, focus: str) -> str:

@@ -13,12 +13,12 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
 from .. import status, tabs
 from ..blocks import Blocks
+from ..database import short
 from .events import BlocksClosed, Delta, Event, Live, Render, StatusShown, Thought
 
 
@@ -72,7 +72,7 @@ class Relay:
         """The status line, as given or as read now; and `notice`, when given, in the same
         message (a turn's start ends the notice shown: one message to every tab, not two)."""
         if shown is None:
-            shown = StatusShown(*await database_sync_to_async(status.read_by_id)(self.session_id()))
+            shown = StatusShown(*await short(status.read_by_id)(self.session_id()))
         if notice is None:
             self.status = await self.publish(shown)
             return

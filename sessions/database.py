@@ -1,0 +1,144 @@
+"""Where a short database call of the prompt path runs: not in line on the one thread.
+
+Every `database_sync_to_async` call of a process runs on one thread, in arrival order, and
+that thread shares the interpreter with the event loop. Each time SQLite (or psycopg) lets go
+of the GIL inside a call, taking it back waits for the busy loop to hand it over, up to the
+interpreter's 5 ms switch interval: under a burst of 200 prompts a SQLite statement that takes
+30 µs alone took 590 µs on the thread (cProfile of the thread, docs/PERFORMANCE.md), and each
+prompt's request waited for every other prompt's statements.
+
+A *short* call (a few statements, bounded whatever the session's size: the frame's check, a
+prompt queued, the next turn, a reply saved) runs where it costs least:
+
+* SQLite: on the event loop's own thread, on a connection of its own, in a transaction that
+  takes the write lock at once or not at all (`BEGIN IMMEDIATE` with no busy wait), so
+  nothing it does can wait for a lock and stall the loop. When another connection holds the
+  lock (a page's write on the one thread, another process), the call goes to the one thread
+  as before and waits for the lock there. SQLite has one writer either way; the transaction
+  makes the call atomic, which each was meant to be.
+* PostgreSQL: on a pool of four threads with a connection each, beside the one thread: the
+  calls are safe beside any other (a generation's writes in another process run beside them
+  in the README's set-up; what keeps one generation a session and no prompt lost is the
+  database's atomic claim and row lock, not the thread). A call there is round trips, which
+  the loop must not wait for.
+
+A long call (a session's whole branch, a page of renders) stays on the one thread.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import os
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ParamSpec, TypeVar
+
+from channels.db import database_sync_to_async
+from django.db import DEFAULT_DB_ALIAS, OperationalError, connections, transaction
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+THREADS = 4  # PostgreSQL: the pool's threads (each keeps a connection)
+_pool: ThreadPoolExecutor | None = None
+_LOCKED = object()  # the write lock was another connection's: the call did not run
+# The loop's connection lives in a context of its own (Django keeps a connection per context
+# in async code, so each task would otherwise open one), one per thread that runs a loop.
+_contexts = threading.local()
+ALLOW_ASYNC_UNSAFE = "DJANGO_ALLOW_ASYNC_UNSAFE"
+
+
+def short(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
+    """`func`, a short database call, as an awaitable that runs it where it costs least."""
+    vendor = connections[DEFAULT_DB_ALIAS].vendor
+    if vendor == "sqlite":
+        return _on_the_loop(func)
+    if vendor == "postgresql":
+        return database_sync_to_async(func, thread_sensitive=False, executor=_the_pool())
+    return database_sync_to_async(func)
+
+
+def _on_the_loop(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
+    waiting = database_sync_to_async(func)
+
+    @functools.wraps(func)
+    async def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        done = _context().run(_run_holding_the_lock, functools.partial(func, *args, **kwargs))
+        if done is _LOCKED:
+            return await waiting(*args, **kwargs)
+        return done  # type: ignore[return-value]  # not _LOCKED: func's result
+
+    return call
+
+
+def _run_holding_the_lock(func: Callable[[], R]) -> R | object:
+    """`func()` in a transaction that holds SQLite's write lock from its start, on this thread's
+    loop connection; `_LOCKED` (and nothing run) when another connection holds the lock."""
+    allowed = os.environ.get(ALLOW_ASYNC_UNSAFE)
+    # Django refuses database calls in a thread that runs an event loop (they would block it);
+    # these block it for microseconds, and by design never for a lock.
+    os.environ[ALLOW_ASYNC_UNSAFE] = "true"
+    connection = connections[DEFAULT_DB_ALIAS]
+    try:
+        _never_wait_for_a_lock(connection)
+        atomic = transaction.atomic()
+        try:
+            atomic.__enter__()  # BEGIN IMMEDIATE (settings: the transaction mode)
+        except OperationalError:  # "database is locked"
+            return _LOCKED
+        try:
+            result = func()
+        except BaseException:
+            atomic.__exit__(*sys.exc_info())
+            raise
+        atomic.__exit__(None, None, None)
+        return result
+    finally:
+        connection.close_if_unusable_or_obsolete()
+        if allowed is None:
+            del os.environ[ALLOW_ASYNC_UNSAFE]
+
+
+def _never_wait_for_a_lock(connection: Any) -> None:
+    """A busy timeout of zero on the loop's connection, set once each time it connects."""
+    connection.ensure_connection()
+    raw = connection.connection
+    if getattr(connection, "agentweb_no_wait_on", None) is not raw:
+        raw.execute("PRAGMA busy_timeout = 0")
+        connection.agentweb_no_wait_on = raw
+
+
+def _context() -> contextvars.Context:
+    context: contextvars.Context | None = getattr(_contexts, "context", None)
+    if context is None:
+        context = _contexts.context = contextvars.Context()
+    return context
+
+
+def _the_pool() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(THREADS, thread_name_prefix="beside")
+    return _pool
+
+
+def close_connections() -> None:
+    """Close the connections kept by the pool's threads and by this thread's loop connection
+    (before the test database is dropped): the pool's, one call on each thread, all of them
+    held at a barrier until every thread has one."""
+    context = getattr(_contexts, "context", None)
+    if context is not None:
+        context.run(connections.close_all)
+    if _pool is None:
+        return
+    barrier = threading.Barrier(THREADS)
+
+    def close() -> None:
+        barrier.wait(timeout=10)
+        connections.close_all()
+
+    for closing in [_pool.submit(close) for _ in range(THREADS)]:
+        closing.result(timeout=20)

@@ -1,0 +1,85 @@
+"""A prompt is checked and taken beside the process's other database work, not in line behind it
+on the one database thread (issue 21): on SQLite on the event loop's own connection, on
+PostgreSQL on a pool of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+import time
+
+import pytest
+from channels.db import database_sync_to_async
+from django.db import connection
+
+from sessions.models import Entry
+
+from .conftest import db_async, make_session
+from .fake_anthropic import Reply
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
+
+
+def stored(session_id: int, text: str, patience: float = 10.0) -> bool:
+    """Whether the user message `text` is stored in the session before `patience` runs out,
+    read on a connection of this thread's own."""
+    try:
+        deadline = time.monotonic() + patience
+        while time.monotonic() < deadline:
+            if Entry.objects.filter(session_id=session_id, content__0__text=text).exists():
+                return True
+            time.sleep(0.02)
+        return False
+    finally:
+        connection.close()
+
+
+async def test_a_prompt_is_taken_while_the_database_thread_is_busy(owner, fake_anthropic, open_tab):
+    fake_anthropic.enqueue(Reply.text("Answered."))
+    session = await db_async(make_session)(owner, exchanges=1)
+    _, tab = await open_tab(owner, session)
+    await tab.until('id="status"')
+    busy = threading.Event()
+    holding = asyncio.ensure_future(database_sync_to_async(busy.wait)(30))  # the one thread
+    try:
+        await tab.send(message="taken beside the busy thread")
+        assert await asyncio.to_thread(stored, session.pk, "taken beside the busy thread")
+    finally:
+        busy.set()
+        await holding
+    assert "Answered." in await tab.until("Answered.")
+
+
+async def test_on_sqlite_a_prompt_waits_for_another_writer_without_stalling_other_tabs(
+    owner, fake_anthropic, open_tab
+):
+    if connection.vendor != "sqlite":
+        pytest.skip("PostgreSQL has no database-wide write lock")
+    fake_anthropic.enqueue(Reply.text("Answered after the writer."))
+    session = await db_async(make_session)(owner, exchanges=1)
+    elsewhere = await db_async(make_session)(owner)
+    _, tab = await open_tab(owner, session)
+    _, bystander = await open_tab(owner, elsewhere)
+    await tab.until('id="status"')
+    await bystander.until('id="status"')
+    writer = sqlite3.connect(connection.settings_dict["NAME"], isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # another connection holds the write lock
+    try:
+        held_since = time.monotonic()
+        await tab.send(message="sent while another connection writes")
+        await asyncio.sleep(0.3)  # the prompt meets the lock meanwhile
+        await bystander.ws.send_to(text_data="{not json")
+        refused = await bystander.until("Malformed message", timeout=4)
+        # SQLite's own wait for a lock is 5 s: the loop never waited for it.
+        assert time.monotonic() - held_since < 2
+        assert "Malformed message: not valid JSON." in refused
+        waiting = await asyncio.to_thread(
+            stored, session.pk, "sent while another connection writes", 0.2
+        )
+        assert not waiting
+    finally:
+        writer.execute("COMMIT")
+        writer.close()
+    assert "Answered after the writer." in await tab.until("Answered after the writer.")
+    assert await asyncio.to_thread(stored, session.pk, "sent while another connection writes")
