@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from channels.db import database_sync_to_async
 from django.conf import settings
 
 from .. import handoff, thinking
@@ -144,6 +143,7 @@ class Streamer:
         self.stage = ""  # which step of it (a part of a handoff's notes)
         self._task: asyncio.Task[None] | None = None
         self._saver: asyncio.Task[None] | None = None  # saves the reply as it streams
+        self._saving: asyncio.Future[None] | None = None  # its save under way, if one is
         self._more = asyncio.Event()  # enough new text to save before the interval is up
         self._saved_chars = 0  # how much of the reply the last partial save kept
 
@@ -295,9 +295,8 @@ class Streamer:
 
     async def _keep_saving(self, session: ChatSession, reply: Reply) -> None:
         """Keep the reply so far in the session row every few seconds (or every few thousand
-        characters), so a crash keeps it (SPEC B12). The stream never waits for it; the one
-        database thread runs these saves before the final one, which clears it."""
-        save = database_sync_to_async(session.save_partial)
+        characters), so a crash keeps it (SPEC B12). The stream never waits for it."""
+        save = short(session.save_partial)
         while True:
             with contextlib.suppress(TimeoutError):
                 wait = max(0.05, settings.AGENTWEB_PARTIAL_SAVE_SECONDS)
@@ -306,12 +305,20 @@ class Streamer:
             if reply.length > self._saved_chars and self.keep:
                 text = reply.text
                 self._saved_chars = len(text)
-                await save(text, self.purpose, self.provider.model)
+                # Shielded: a save that has begun ends, and `settle_partial` waits for it.
+                self._saving = asyncio.ensure_future(save(text, self.purpose, self.provider.model))
+                await asyncio.shield(self._saving)
 
     async def settle_partial(self) -> None:
-        """Stop saving the reply as it streams: the final save comes next."""
+        """Stop saving the reply as it streams, and wait for a save under way (on a thread it
+        would otherwise land after the final save, which clears it, and be kept as if the reply
+        had been interrupted): the final save comes next."""
         if self._saver is not None:
             self._saver.cancel()
+        saving, self._saving = self._saving, None
+        if saving is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(saving)
         self._saver, self._saved_chars = None, 0
 
 
