@@ -106,7 +106,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
     async def may_act(self) -> bool:
         """Before a frame is acted on: the sign-in still holds (Django's rules: not signed out,
         not expired, the password unchanged) and the session is not deleted."""
-        signed_in, channel = await short(_standing)(self.login, self.user_id, self.session.pk)
+        standing = short(_standing, reads=True)
+        signed_in, channel = await standing(self.login, self.user_id, self.session.pk)
         if not signed_in:
             await self.close(code=CLOSE_UNAUTHENTICATED)
         elif channel is None:

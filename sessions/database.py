@@ -27,12 +27,13 @@ A long call (a session's whole branch, a page of renders) stays on the one threa
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import os
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 
@@ -51,24 +52,26 @@ _contexts = threading.local()
 ALLOW_ASYNC_UNSAFE = "DJANGO_ALLOW_ASYNC_UNSAFE"
 
 
-def short(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
-    """`func`, a short database call, as an awaitable that runs it where it costs least."""
+def short(func: Callable[P, R], *, reads: bool = False) -> Callable[P, Awaitable[R]]:
+    """`func`, a short database call, as an awaitable that runs it where it costs least.
+    `reads`: it only reads (a write it may make is one statement, made again if the call is),
+    so on SQLite it takes no write lock: a read never waits for a writer there."""
     vendor = connections[DEFAULT_DB_ALIAS].vendor
     if vendor == "sqlite":
-        return _on_the_loop(func)
+        return _on_the_loop(func, _run_reading if reads else _run_holding_the_lock)
     if vendor == "postgresql":
         return database_sync_to_async(func, thread_sensitive=False, executor=_the_pool())
     return database_sync_to_async(func)
 
 
-def _on_the_loop(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
-    waiting = database_sync_to_async(func)
-
+def _on_the_loop(
+    func: Callable[P, R], run: Callable[[Callable[[], R]], R | object]
+) -> Callable[P, Awaitable[R]]:
     @functools.wraps(func)
     async def call(*args: P.args, **kwargs: P.kwargs) -> R:
-        done = _context().run(_run_holding_the_lock, functools.partial(func, *args, **kwargs))
-        if done is _LOCKED:
-            return await waiting(*args, **kwargs)
+        done = _context().run(run, functools.partial(func, *args, **kwargs))
+        if done is _LOCKED:  # wait for the lock on the one thread
+            return await database_sync_to_async(func)(*args, **kwargs)
         return done  # type: ignore[return-value]  # not _LOCKED: func's result
 
     return call
@@ -77,14 +80,8 @@ def _on_the_loop(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
 def _run_holding_the_lock(func: Callable[[], R]) -> R | object:
     """`func()` in a transaction that holds SQLite's write lock from its start, on this thread's
     loop connection; `_LOCKED` (and nothing run) when another connection holds the lock."""
-    allowed = os.environ.get(ALLOW_ASYNC_UNSAFE)
-    # Django refuses database calls in a thread that runs an event loop (they would block it);
-    # these block it for microseconds, and by design never for a lock.
-    os.environ[ALLOW_ASYNC_UNSAFE] = "true"
-    connection = connections[DEFAULT_DB_ALIAS]
-    try:
-        _never_wait_for_a_lock(connection)
-        atomic = transaction.atomic()
+    with _on_the_loop_connection() as connection:
+        atomic = transaction.atomic(using=connection.alias)
         try:
             atomic.__enter__()  # BEGIN IMMEDIATE (settings: the transaction mode)
         except OperationalError:  # "database is locked"
@@ -96,6 +93,31 @@ def _run_holding_the_lock(func: Callable[[], R]) -> R | object:
             raise
         atomic.__exit__(None, None, None)
         return result
+
+
+def _run_reading(func: Callable[[], R]) -> R | object:
+    """`func()` on this thread's loop connection, outside a transaction; `_LOCKED` when a write
+    it made found another connection holding the lock (a read never does)."""
+    with _on_the_loop_connection():
+        try:
+            return func()
+        except OperationalError as error:
+            if "locked" not in str(error):
+                raise
+            return _LOCKED
+
+
+@contextlib.contextmanager
+def _on_the_loop_connection() -> Iterator[Any]:
+    """This thread's loop connection, ready, with Django's refusal of database calls in a
+    thread that runs an event loop lifted meanwhile: these block it for microseconds, and by
+    design never for a lock."""
+    allowed = os.environ.get(ALLOW_ASYNC_UNSAFE)
+    os.environ[ALLOW_ASYNC_UNSAFE] = "true"
+    connection = connections[DEFAULT_DB_ALIAS]
+    try:
+        _never_wait_for_a_lock(connection)
+        yield connection
     finally:
         connection.close_if_unusable_or_obsolete()
         if allowed is None:

@@ -83,3 +83,25 @@ async def test_on_sqlite_a_prompt_waits_for_another_writer_without_stalling_othe
         writer.close()
     assert "Answered after the writer." in await tab.until("Answered after the writer.")
     assert await asyncio.to_thread(stored, session.pk, "sent while another connection writes")
+
+
+async def test_on_sqlite_a_frames_check_reads_while_another_connection_writes(owner, open_tab):
+    """The check before each frame only reads: it takes no write lock, so neither another
+    writer nor the busy database thread holds it up."""
+    if connection.vendor != "sqlite":
+        pytest.skip("PostgreSQL has no database-wide write lock")
+    session = await db_async(make_session)(owner, exchanges=1)
+    _, tab = await open_tab(owner, session)
+    await tab.until('id="status"')
+    thread_free = threading.Event()
+    holding = asyncio.ensure_future(database_sync_to_async(thread_free.wait)(30))  # the one thread
+    writer = sqlite3.connect(connection.settings_dict["NAME"], isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        await tab.send(action="cancel")
+        assert "Nothing is running." in await tab.until("Nothing is running.", timeout=3)
+    finally:
+        writer.execute("COMMIT")
+        writer.close()
+        thread_free.set()
+        await holding

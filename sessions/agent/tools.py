@@ -95,7 +95,7 @@ class ToolLoop:
     async def answer(self, *, beside_others: bool = False) -> Entry:
         """The model's last reply of the loop."""
         rounds = 0
-        self.tools = await short(offered_tools)(self.session)
+        self.tools = await short(offered_tools, reads=True)(self.session)
         definitions = [tool.definition for tool in self.tools]
         while True:
             reply, entry = await self.streamer.reply(

@@ -72,7 +72,7 @@ class Relay:
         """The status line, as given or as read now; and `notice`, when given, in the same
         message (a turn's start ends the notice shown: one message to every tab, not two)."""
         if shown is None:
-            shown = StatusShown(*await short(status.read_by_id)(self.session_id()))
+            shown = StatusShown(*await short(status.read_by_id, reads=True)(self.session_id()))
         if notice is None:
             self.status = await self.publish(shown)
             return
