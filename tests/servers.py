@@ -61,7 +61,11 @@ def require(program: str, variable: str = "AGENTWEB_REQUIRE_SERVICES") -> str:
 class Daphne:
     """agentweb served by daphne in a process of its own."""
 
-    def __init__(self, name: str, **env: str) -> None:
+    def __init__(
+        self, name: str, *, program: tuple[str, ...] = ("-m", "daphne"), **env: str
+    ) -> None:
+        """`program`: what the interpreter runs, daphne's command line after it (the benches'
+        cProfile runs daphne from a script of theirs)."""
         self.name = name
         self.port = free_port()
         ARTIFACTS.mkdir(exist_ok=True)
@@ -69,8 +73,7 @@ class Daphne:
         self.process = subprocess.Popen(
             [
                 sys.executable,
-                "-m",
-                "daphne",
+                *program,
                 "-b",
                 "127.0.0.1",
                 "-p",
