@@ -165,17 +165,24 @@ if REDIS_URL := env_str("REDIS_URL"):
             },
         }
     }
-    # channels-redis's Pub/Sub layer, chosen by measurement (docs/PERFORMANCE.md): messages go
-    # straight to the subscribed process; at 50 and 200 streams its first deltas come 1.5–3×
-    # sooner for half the CPU. AGENTWEB_CHANNEL_LAYER=queued keeps the list-based layer above.
-    if env_str("AGENTWEB_CHANNEL_LAYER") != "queued":
+    # The bus (agentweb/layers/bus.py), chosen by measurement (docs/PERFORMANCE.md): a process
+    # delivers its own messages itself and sends other processes one batch of group messages
+    # at a time. AGENTWEB_CHANNEL_LAYER=pubsub keeps channels-redis's Pub/Sub layer (one Redis
+    # message a message, a subscription a socket); =queued its list-based layer above.
+    chosen_layer = env_str("AGENTWEB_CHANNEL_LAYER")
+    if chosen_layer != "queued":
         CHANNEL_LAYERS["default"] = {
-            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer"
+            if chosen_layer == "pubsub"
+            else "agentweb.layers.bus.RedisBusChannelLayer",
             "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}]},
         }
 else:
     CHANNEL_LAYERS = {
-        "default": {"BACKEND": "agentweb.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}
+        "default": {
+            "BACKEND": "agentweb.layers.memory.InMemoryChannelLayer",
+            "CONFIG": {"capacity": 1000},
+        }
     }
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -309,10 +316,12 @@ AGENTWEB_MAX_FRAME_BYTES = env_int("AGENTWEB_MAX_FRAME_BYTES", 1_048_576)
 # Streamed text goes to the page in batches at most this far apart (fewer, larger frames).
 AGENTWEB_DELTA_BATCH_SECONDS = env_float("AGENTWEB_DELTA_BATCH_SECONDS", 0.03)
 # At most this many batches a second leave one process, all its generations together: with many
-# at once, each batches longer. channels-redis relays a few thousand messages a second per
-# process (one receive loop); past that, messages queue until channels overflow.
+# at once, each batches longer. channels-redis's own layers relay a few thousand messages a
+# second per process (one receive loop, a Redis message each); past that, messages queue until
+# channels overflow. The bus sends other processes one Redis message per batch of them.
+_PER_MESSAGE_LAYER = bool(REDIS_URL) and env_str("AGENTWEB_CHANNEL_LAYER") in ("pubsub", "queued")
 AGENTWEB_RELAY_MESSAGES_PER_SECOND = env_float(
-    "AGENTWEB_RELAY_MESSAGES_PER_SECOND", 1500.0 if REDIS_URL else 10_000.0
+    "AGENTWEB_RELAY_MESSAGES_PER_SECOND", 1500.0 if _PER_MESSAGE_LAYER else 10_000.0
 )
 # A streaming reply is saved this often (seconds, or characters), so a crash keeps it.
 AGENTWEB_PARTIAL_SAVE_SECONDS = env_float("AGENTWEB_PARTIAL_SAVE_SECONDS", 2.0)

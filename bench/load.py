@@ -24,6 +24,7 @@ import json
 import math
 import os
 import re
+import signal
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -132,7 +133,12 @@ def _pct(values: list[float], percent: float) -> float:
     return values[min(len(values) - 1, int(len(values) * percent / 100))]
 
 
-LAYERS = {"memory": "in-memory", "redis": "Redis Pub/Sub", "redis-queued": "Redis (queued)"}
+LAYERS = {
+    "memory": "in-memory",
+    "redis": "Redis (the bus)",
+    "redis-pubsub": "Redis (channels-redis Pub/Sub)",
+    "redis-queued": "Redis (channels-redis queued)",
+}
 
 
 def cpu_seconds(pid: int) -> float:
@@ -300,6 +306,7 @@ async def measure(
     spread: float = 0.0,
     cancels: int = 0,
     on_prompts: Any = None,
+    signal_burst: int = 0,
 ) -> Report:
     """N sessions streaming at once through `server` (a Daphne, or a list of them: the tabs are
     split between the processes; memory and CPU are their sums), and `cancels` more sessions
@@ -330,10 +337,14 @@ async def measure(
         started.set()
         if on_prompts is not None:
             on_prompts()
+        if signal_burst:  # bench/cprofiled.py: profile from here
+            os.kill(signal_burst, signal.SIGUSR1)
 
     def all_asked() -> None:  # the CPU spent once every prompt has reached the model
         if fake.wait_for(lambda: len(fake.requests) >= asked_before + sessions, timeout):
             asked_cpu.append(sum(cpu_seconds(pid) for pid in pids))
+            if signal_burst:  # to here
+                os.kill(signal_burst, signal.SIGUSR2)
 
     def streaming() -> bool:
         return any(tab.deltas and not tab.done for tab in tabs)
@@ -379,8 +390,9 @@ def main() -> None:
         help="send the prompts at even intervals over this many seconds (0: all at once)",
     )  # fmt: skip
     parser.add_argument(
-        "--layer", choices=["memory", "redis", "redis-queued"], default="memory",
-        help="redis: channels-redis's Pub/Sub layer (the default with REDIS_URL); redis-queued: "
+        "--layer", choices=list(LAYERS), default="memory",
+        help="redis: agentweb's bus (the default with REDIS_URL); redis-pubsub: channels-redis's "
+        "Pub/Sub layer; redis-queued: "
         "its list-based RedisChannelLayer",
     )  # fmt: skip
     parser.add_argument(
@@ -390,6 +402,11 @@ def main() -> None:
         "--profile-setup", type=int, default=0, metavar="SECONDS",
         help="py-spy on daphne for this many seconds from the moment the prompts go (their "
         "set-up, before the streams), instead of the whole run (needs py-spy)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--cprofile", default="", metavar="FILE",
+        help="cProfile on daphne from the moment the prompts go until every prompt reached the "
+        "model: FILE (the event loop's thread) and FILE.db (the one database thread)",
     )  # fmt: skip
     parser.add_argument(
         "--cancels", type=int, default=0,
@@ -422,9 +439,16 @@ def main() -> None:
     try:
         for n in (int(value) for value in args.sessions.split(",")):
             env = server_env(fake.url, n + args.cancels, redis.url if redis else "")
-            if args.layer == "redis-queued":
-                env["AGENTWEB_CHANNEL_LAYER"] = "queued"
-            servers = [Daphne(f"daphne-load-{n}-{p}", **env) for p in range(args.processes)]
+            if args.layer in ("redis-pubsub", "redis-queued"):
+                env["AGENTWEB_CHANNEL_LAYER"] = args.layer.removeprefix("redis-")
+            program: tuple[str, ...] = ("-m", "daphne")
+            if args.cprofile:
+                env["AGENTWEB_CPROFILE"] = args.cprofile
+                program = (str(Path(__file__).with_name("cprofiled.py")),)
+            servers = [
+                Daphne(f"daphne-load-{n}-{p}", program=program, **env)
+                for p in range(args.processes)
+            ]
             first = servers[0].process.pid
             profiling = profiles.py_spy(first) if args.profile else nullcontext()
             setup = profiles.PySpyFor(first, args.profile_setup) if args.profile_setup else None
@@ -434,6 +458,7 @@ def main() -> None:
                         measure(
                             servers, fake, n, args.tokens, args.rate, args.spread, args.cancels,
                             on_prompts=setup.start if setup else None,
+                            signal_burst=first if args.cprofile else 0,
                         )
                     )  # fmt: skip
             finally:

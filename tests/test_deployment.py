@@ -128,11 +128,12 @@ def test_without_a_trusted_proxy_the_forwarding_header_is_ignored(
 @pytest.mark.parametrize(
     ("chosen", "backend"),
     [
-        ("", "channels_redis.pubsub.RedisPubSubChannelLayer"),
+        ("", "agentweb.layers.bus.RedisBusChannelLayer"),
+        ("pubsub", "channels_redis.pubsub.RedisPubSubChannelLayer"),
         ("queued", "channels_redis.core.RedisChannelLayer"),
     ],
 )
-def test_with_redis_the_channel_layer_is_pub_sub_unless_queued_is_asked_for(chosen, backend):
+def test_with_redis_the_channel_layer_is_the_bus_unless_another_is_asked_for(chosen, backend):
     env = {**os.environ, "REDIS_URL": "redis://127.0.0.1:1/0", "AGENTWEB_CHANNEL_LAYER": chosen}
     shown = subprocess.run(
         [sys.executable, "-c", "from agentweb import settings; "
