@@ -151,6 +151,16 @@ class Tab:
             if needle in html:
                 return "".join(seen)
 
+    async def until_idle(self, timeout: float = 10) -> str:
+        """Receive frames until the status line says nothing is running (the generation has
+        ended and released its session, not just shown its reply)."""
+        seen: list[str] = []
+        while True:
+            html = await self.until('id="status"', timeout)
+            seen.append(html)
+            if "status-generating" not in html[html.rindex('id="status"') :]:
+                return "".join(seen)
+
     async def close(self) -> None:
         await self.ws.disconnect()
 

@@ -55,6 +55,7 @@ async def test_cancelled_handoffs_reach_neither_the_next_prompt_nor_the_next_han
     fake_anthropic.enqueue(Reply.text("Going on."))
     await tab.send(message="go on with question 1")
     await tab.until("Going on.")
+    await tab.until_idle()  # a /handoff sent while the reply still ends would be refused
     prompt_request = sent(fake_anthropic.requests[-1])
     assert "go on with question 1" in prompt_request
     assert HANDOFF_PROMPT not in prompt_request
