@@ -11,6 +11,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentweb.settings")
 django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.layers import get_channel_layer  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from agentweb.security import SameOriginValidator  # noqa: E402
@@ -25,6 +26,7 @@ application = ProtocolTypeRouter(
 )
 
 warm_up()  # the SDK's import costs about a second: pay it at start-up, not at the first prompt
+get_channel_layer()  # likewise the layer's (redis-py's, with REDIS_URL), before the first socket
 # What is loaded by now lives as long as the process: full collections need not walk it again
 # (they otherwise run through every module, model and template at each one, while a page of
 # thousands of entries makes the objects that start them).
