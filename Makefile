@@ -53,7 +53,7 @@ bench: dev  # every figure of docs/PERFORMANCE.md, each beside its target (about
 	$(BIN)/python bench/load.py --sessions 10,50,100,200 --tokens 200 --rate 40
 	$(BIN)/python bench/load.py --sessions 200 --tokens 200 --rate 40 --spread 5
 	$(BIN)/python bench/load.py --sessions 50,200 --tokens 200 --rate 40 --layer redis
-	$(BIN)/python bench/load.py --sessions 50,200 --tokens 200 --rate 40 --layer redis-queued
+	$(BIN)/python bench/load.py --sessions 50,200 --tokens 200 --rate 40 --layer redis-pubsub
 	$(BIN)/python bench/load.py --sessions 100,400 --tokens 200 --rate 40 --layer redis --processes 2 --cancels 20
 	$(BIN)/python bench/socket_memory.py --sockets 200 --layer memory
 	$(BIN)/python bench/socket_memory.py --sockets 200 --layer redis
