@@ -111,7 +111,7 @@ class BusLoopLayer(RedisPubSubLoopLayer):  # type: ignore[misc]
             self._put(channel, data)
         else:
             inbox = f"{self.prefix}__process__{owner}"
-            await self._get_shard(inbox).publish(inbox, msgpack.packb([channel, data]))
+            await self._get_shard(inbox).publish_now(inbox, msgpack.packb([channel, data]))
 
     def _put(self, channel: str, data: bytes) -> None:
         queue = self.channels.get(channel)
@@ -146,21 +146,25 @@ class BusLoopLayer(RedisPubSubLoopLayer):  # type: ignore[misc]
             self._put(channel, data)
 
     def _flush_outbox(self) -> None:
+        """One publish on the bus at a time: what comes while one is under way waits for it and
+        goes in the next (a loop too busy for the round trips sends fewer, larger batches)."""
         self._flush_at = None
-        if not self.outbox:
-            return
-        batch, self.outbox = self.outbox, []
-        task = asyncio.ensure_future(self._publish(msgpack.packb([self.process, batch])))
-        self._publishing.add(task)
-        task.add_done_callback(self._publishing.discard)
+        if self.outbox and not self._publishing:
+            task = asyncio.ensure_future(self._publish_outbox())
+            self._publishing.add(task)
+            task.add_done_callback(self._publishing.discard)
 
-    async def _publish(self, batch: bytes) -> None:
-        """A batch on the bus, in order (the shard's lock is first come, first served). Its
-        tabs elsewhere miss it if Redis is down: they resync at the next gap they see."""
-        try:
-            await self._get_shard(self.bus).publish(self.bus, batch)
-        except Exception:
-            log.exception("a batch of %d bytes could not go on the bus", len(batch))
+    async def _publish_outbox(self) -> None:
+        """The outbox on the bus, batch after batch until it is empty. Its tabs elsewhere miss
+        a batch if Redis is down: they resync at the next gap they see."""
+        while self.outbox:
+            batch, self.outbox = self.outbox, []
+            try:
+                await self._get_shard(self.bus).publish_now(
+                    self.bus, msgpack.packb([self.process, batch])
+                )
+            except Exception:
+                log.exception("%d group messages could not go on the bus", len(batch))
 
     async def _listen(self) -> None:
         """Subscribe, once, to this process's own channel and to the bus."""
@@ -176,10 +180,8 @@ class BusLoopLayer(RedisPubSubLoopLayer):  # type: ignore[misc]
         if self._flush_at is not None:
             self._flush_at.cancel()
             self._flush_at = None
-        if self.outbox:
-            batch, self.outbox = self.outbox, []
-            await self._publish(msgpack.packb([self.process, batch]))
         await asyncio.gather(*self._publishing, return_exceptions=True)
+        await self._publish_outbox()
         self.members, self._listening = {}, False
         await super().flush()
 
@@ -188,6 +190,13 @@ class BusShard(RedisSingleShardConnection):  # type: ignore[misc]
     """channels-redis's connection to one Redis, reading the bus and the process's channel."""
 
     channel_layer: BusLoopLayer
+
+    async def publish_now(self, channel: str, data: bytes) -> None:
+        """Publish without waiting for the shard's lock (its subscriptions' and channels-redis's
+        own publishes): redis-py's pool gives each command a connection of its own, and a
+        Cancel must not queue behind a batch on the bus."""
+        self._ensure_redis()
+        await self._redis.publish(channel, data)
 
     def _receive_message(self, message: dict[str, Any] | None) -> None:
         if message is None:
