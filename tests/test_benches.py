@@ -117,3 +117,16 @@ def test_the_prompt_queries_bench_counts_a_prompts_statements_and_says_who_sent_
     out = bench("bench/prompt_queries.py", "--runs", "1", "--list")
     assert re.search(r"a later prompt: \d+ statements .*from the frame to the first delta", out)
     assert "sessions/generation/claims.py:" in out and "× UPDATE" in out
+
+
+def test_the_load_bench_profiles_a_burst_of_prompts_with_cprofile(tmp_path):
+    """`bench/load.py --cprofile`: daphne under cProfile for the burst, the event loop's thread
+    and the one database thread each in a pstats file that names agentweb's own code."""
+    import pstats
+
+    out_file = tmp_path / "burst.prof"
+    out = bench("bench/load.py", "--sessions", "3", "--tokens", "5", "--cprofile", str(out_file))
+    assert re.search(r"N= +3 +lost 0 +errors 0", out)
+    loop = pstats.Stats(str(out_file))
+    assert any("sessions/consumers.py" in file for file, _, _ in loop.stats)  # type: ignore[attr-defined]
+    assert Path(f"{out_file}.db").exists()
