@@ -27,10 +27,10 @@ A long call (a session's whole branch, a page of renders) stays on the one threa
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import functools
-import os
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator
@@ -49,7 +49,6 @@ _LOCKED = object()  # the write lock was another connection's: the call did not 
 # The loop's connection lives in a context of its own (Django keeps a connection per context
 # in async code, so each task would otherwise open one), one per thread that runs a loop.
 _contexts = threading.local()
-ALLOW_ASYNC_UNSAFE = "DJANGO_ALLOW_ASYNC_UNSAFE"
 
 
 def short(func: Callable[P, R], *, reads: bool = False) -> Callable[P, Awaitable[R]]:
@@ -110,18 +109,19 @@ def _run_reading(func: Callable[[], R]) -> R | object:
 @contextlib.contextmanager
 def _on_the_loop_connection() -> Iterator[Any]:
     """This thread's loop connection, ready, with Django's refusal of database calls in a
-    thread that runs an event loop lifted meanwhile: these block it for microseconds, and by
-    design never for a lock."""
-    allowed = os.environ.get(ALLOW_ASYNC_UNSAFE)
-    os.environ[ALLOW_ASYNC_UNSAFE] = "true"
+    thread that runs an event loop lifted meanwhile (these block it for microseconds, and by
+    design never for a lock). Django refuses when it sees a running loop: the thread's loop is
+    set aside for the call, which touches only this thread (DJANGO_ALLOW_ASYNC_UNSAFE would
+    mean changing the process's environment, under other threads' feet, at every call)."""
+    loop = asyncio._get_running_loop()
+    asyncio._set_running_loop(None)
     connection = connections[DEFAULT_DB_ALIAS]
     try:
         _never_wait_for_a_lock(connection)
         yield connection
     finally:
         connection.close_if_unusable_or_obsolete()
-        if allowed is None:
-            del os.environ[ALLOW_ASYNC_UNSAFE]
+        asyncio._set_running_loop(loop)
 
 
 def _never_wait_for_a_lock(connection: Any) -> None:
