@@ -143,6 +143,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# With REDIS_URL: "pubsub" or "queued" for one of channels-redis's layers instead of the bus.
+AGENTWEB_CHANNEL_LAYER = env_str("AGENTWEB_CHANNEL_LAYER")
 if REDIS_URL := env_str("REDIS_URL"):
     CHANNEL_LAYERS = {
         "default": {
@@ -169,11 +171,10 @@ if REDIS_URL := env_str("REDIS_URL"):
     # delivers its own messages itself and sends other processes one batch of group messages
     # at a time. AGENTWEB_CHANNEL_LAYER=pubsub keeps channels-redis's Pub/Sub layer (one Redis
     # message a message, a subscription a socket); =queued its list-based layer above.
-    chosen_layer = env_str("AGENTWEB_CHANNEL_LAYER")
-    if chosen_layer != "queued":
+    if AGENTWEB_CHANNEL_LAYER != "queued":
         CHANNEL_LAYERS["default"] = {
             "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer"
-            if chosen_layer == "pubsub"
+            if AGENTWEB_CHANNEL_LAYER == "pubsub"
             else "agentweb.layers.bus.RedisBusChannelLayer",
             "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}]},
         }
@@ -319,7 +320,7 @@ AGENTWEB_DELTA_BATCH_SECONDS = env_float("AGENTWEB_DELTA_BATCH_SECONDS", 0.03)
 # at once, each batches longer. channels-redis's own layers relay a few thousand messages a
 # second per process (one receive loop, a Redis message each); past that, messages queue until
 # channels overflow. The bus sends other processes one Redis message per batch of them.
-_PER_MESSAGE_LAYER = bool(REDIS_URL) and env_str("AGENTWEB_CHANNEL_LAYER") in ("pubsub", "queued")
+_PER_MESSAGE_LAYER = bool(REDIS_URL) and AGENTWEB_CHANNEL_LAYER in ("pubsub", "queued")
 AGENTWEB_RELAY_MESSAGES_PER_SECOND = env_float(
     "AGENTWEB_RELAY_MESSAGES_PER_SECOND", 1500.0 if _PER_MESSAGE_LAYER else 10_000.0
 )

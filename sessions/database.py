@@ -31,7 +31,6 @@ import asyncio
 import contextlib
 import contextvars
 import functools
-import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -79,19 +78,12 @@ def _on_the_loop(
 def _run_holding_the_lock(func: Callable[[], R]) -> R | object:
     """`func()` in a transaction that holds SQLite's write lock from its start, on this thread's
     loop connection; `_LOCKED` (and nothing run) when another connection holds the lock."""
-    with _on_the_loop_connection() as connection:
-        atomic = transaction.atomic(using=connection.alias)
-        try:
-            atomic.__enter__()  # BEGIN IMMEDIATE (settings: the transaction mode)
+    with _on_the_loop_connection() as connection, contextlib.ExitStack() as transaction_of:
+        try:  # BEGIN IMMEDIATE (settings: the transaction mode)
+            transaction_of.enter_context(transaction.atomic(using=connection.alias))
         except OperationalError:  # "database is locked"
             return _LOCKED
-        try:
-            result = func()
-        except BaseException:
-            atomic.__exit__(*sys.exc_info())
-            raise
-        atomic.__exit__(None, None, None)
-        return result
+        return func()
 
 
 def _run_reading(func: Callable[[], R]) -> R | object:

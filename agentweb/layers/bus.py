@@ -69,9 +69,6 @@ class BusLoopLayer(RedisPubSubLoopLayer):  # type: ignore[misc]
         self._listening = False
 
     # --- channels -----------------------------------------------------------------------
-    def _mine(self, channel: str) -> bool:
-        return channel.startswith(f"{self.prefix}specific.{self.process}!")
-
     def _owner(self, channel: str) -> str:
         """The process that made a channel of `new_channel`'s (empty for any other name)."""
         head, bang, _ = channel.partition("!")
@@ -87,7 +84,7 @@ class BusLoopLayer(RedisPubSubLoopLayer):  # type: ignore[misc]
         return channel
 
     async def receive(self, channel: str) -> Any:
-        if not self._mine(channel):
+        if self._owner(channel) != self.process:
             return await super().receive(channel)
         queue = self.channels.get(channel)
         if queue is None:  # received from before `new_channel` (or again after a cancel)
