@@ -47,6 +47,15 @@ def test_the_relay_bench_compares_the_websocket_path_with_the_raw_sdk():
     assert "of raw SDK" in out and "time to the first token" in out
 
 
+def test_the_read_bench_costs_an_event_three_ways_against_aiohttps_own_reader():
+    out = bench(
+        "bench/read_paths.py", "--streams", "3", "--tokens", "20", "--delay", "0", "--runs", "1"
+    )
+    assert "3 streams at once, 20 one-token events each" in out
+    for way in ("aiohttp", "sdk-raw", "agentweb"):
+        assert re.search(rf"{way} +[\d.]+ µs  ×[\d.]+ of aiohttp's own reader", out), out
+
+
 def test_the_browser_relay_bench_shows_every_token_in_chromium():
     needs_chromium()
     # 3,000 deltas are past the 8,192-token output limit a request asks for: the bench's

@@ -79,15 +79,17 @@ async def test_claude_keeps_thinking_text_tool_calls_usage_and_the_stop_reason(
 
 @pytest.mark.asyncio
 async def test_server_sent_events_are_read_by_the_standards_rules():
-    async def lines():
-        for line in [": a comment", "data: first", "data:second", "", "", "event: named"]:
-            yield line
-        for line in ['data: {"a": 1}', "id: 7", "retry: 10", "", "data: unended"]:
-            yield line
+    async def chunks():  # as a body arrives: cut anywhere, lines ended by LF, CRLF or CR
+        for chunk in [b": a comment\ndata: first\r", b"\ndata:second\n\n\revent: na", b"med\r\n"]:
+            yield chunk
+        for chunk in [b'data: {"a": 1}\nid: 7\nretry: 10\n\n', b'data: "caf\xc3', b'\xa9"\r\r']:
+            yield chunk
+        yield b"data: unended"
 
-    assert [event async for event in sse_events(lines())] == [
+    assert [event async for event in sse_events(chunks())] == [
         ("message", "first\nsecond"),
         ("named", '{"a": 1}'),
+        ("message", '"café"'),
         ("message", "unended"),
     ]
 

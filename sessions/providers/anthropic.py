@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
+import aiohttp
 import anthropic
 import httpx2
 
@@ -69,7 +70,7 @@ class AnthropicProvider(Provider):
             # every delta on top. Only text, thinking, tool calls, usage and the stop are kept.
             create = client.messages.with_streaming_response.create
             async with create(**request, stream=True) as response:
-                async for name, data in sse.events(response.iter_lines()):
+                async for name, data in sse.events(_body(response.http_response)):
                     if (taken := reading.read(name, data, self.spec)) is not None:
                         yield taken
                 if not reading.stopped:
@@ -79,7 +80,7 @@ class AnthropicProvider(Provider):
                     )
         except anthropic.AnthropicError as error:
             raise _failure(error, self.spec, self.stall_seconds) from error
-        except httpx2.TransportError as error:  # a dropped body is not the SDK's own error
+        except (httpx2.TransportError, aiohttp.ClientError) as error:  # a body's, not the SDK's
             raise _failure(error, self.spec, self.stall_seconds) from error
         yield StreamEnd(reading.usage, reading.stop_reason or "end_turn")
 
@@ -136,6 +137,19 @@ class AnthropicProvider(Provider):
     def build_client_ahead(self) -> anthropic.AsyncAnthropic:
         """At start-up: the client the first generation will take, built now."""
         return build_client_ahead(**self.client_options)
+
+
+def _body(response: httpx2.Response) -> AsyncIterator[bytes]:
+    """The response body's bytes as they arrive. With the SDK's aiohttp transport (agentweb's),
+    straight from aiohttp's reader, whose errors `_failure` names: under the SDK's chain of
+    byte streams a one-token event costs about 20 µs more to read, on every stream at once
+    (bench/read_paths.py). Any other transport, or an encoded body, through the SDK's chain."""
+    stream = getattr(response.stream, "_stream", None)  # httpx2's BoundAsyncStream around it
+    raw = getattr(stream, "_aiohttp_response", None)
+    encoded = response.headers.get("content-encoding", "identity").lower() != "identity"
+    if isinstance(raw, aiohttp.ClientResponse) and not encoded:
+        return raw.content.iter_any()
+    return response.aiter_bytes()
 
 
 class _Reading:
@@ -206,11 +220,14 @@ def _failure(error: Exception, spec: ModelSpec, stall_seconds: float) -> Provide
     """The SDK's (or its HTTP client's) error, named as a person reads it."""
     if isinstance(error, anthropic.APIStatusError):
         return _status_error(error, spec)
-    if isinstance(error, anthropic.APITimeoutError | httpx2.TimeoutException):
+    timeouts = anthropic.APITimeoutError | httpx2.TimeoutException | aiohttp.ServerTimeoutError
+    if isinstance(error, timeouts):
         return ProviderError(
             f"the model sent nothing for {stall_seconds:g} s: timed out", kind="timeout"
         )
-    if isinstance(error, anthropic.APIConnectionError | httpx2.TransportError):
+    if isinstance(
+        error, anthropic.APIConnectionError | httpx2.TransportError | aiohttp.ClientError
+    ):
         return ProviderError(f"network connection lost ({error})", kind="network")
     return ProviderError(str(error) or type(error).__name__, kind="api")
 
