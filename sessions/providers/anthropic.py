@@ -142,8 +142,9 @@ class AnthropicProvider(Provider):
 def _body(response: httpx2.Response) -> AsyncIterator[bytes]:
     """The response body's bytes as they arrive. With the SDK's aiohttp transport (agentweb's),
     straight from aiohttp's reader, whose errors `_failure` names: under the SDK's chain of
-    byte streams a one-token event costs about 20 µs more to read, on every stream at once
-    (bench/read_paths.py). Any other transport, or an encoded body, through the SDK's chain."""
+    byte and line generators a one-token event cost about 11 µs more to read, on every stream
+    at once (bench/read_paths.py). Any other transport, or an encoded body: through the SDK's
+    chain."""
     stream = getattr(response.stream, "_stream", None)  # httpx2's BoundAsyncStream around it
     raw = getattr(stream, "_aiohttp_response", None)
     encoded = response.headers.get("content-encoding", "identity").lower() != "identity"
@@ -225,9 +226,8 @@ def _failure(error: Exception, spec: ModelSpec, stall_seconds: float) -> Provide
         return ProviderError(
             f"the model sent nothing for {stall_seconds:g} s: timed out", kind="timeout"
         )
-    if isinstance(
-        error, anthropic.APIConnectionError | httpx2.TransportError | aiohttp.ClientError
-    ):
+    lost = anthropic.APIConnectionError | httpx2.TransportError | aiohttp.ClientError
+    if isinstance(error, lost):
         return ProviderError(f"network connection lost ({error})", kind="network")
     return ProviderError(str(error) or type(error).__name__, kind="api")
 
