@@ -11,6 +11,7 @@ import json
 import re
 import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -65,6 +66,8 @@ class Reply:
     # True: the wire as a proxy may cut it: CRLF line ends, a comment and a ping before each
     # event, and every event sent in HTTP chunks of 7 bytes
     ragged: bool = False
+    # True: the body gzip-encoded (`content-encoding: gzip`), each event flushed as it goes
+    gzip: bool = False
 
     def within(self, max_tokens: int) -> Reply:
         """The reply as the API sends it for `max_tokens`: text past the limit is never
@@ -239,8 +242,10 @@ class FakeAnthropic:
             return
         writer.write(
             b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-            b"transfer-encoding: chunked\r\nconnection: close\r\n\r\n"
+            + (b"content-encoding: gzip\r\n" if reply.gzip else b"")
+            + b"transfer-encoding: chunked\r\nconnection: close\r\n\r\n"
         )
+        encoder = zlib.compressobj(wbits=31) if reply.gzip else None
         eof = asyncio.ensure_future(reader.read(1))  # b"" when the client hangs up
         try:
             for event, data in _events(reply):
@@ -254,10 +259,15 @@ class FakeAnthropic:
                     self._note(disconnects=1)
                     return
                 for chunk in _wire(event, data, reply):
+                    if encoder is not None:
+                        chunk = encoder.compress(chunk) + encoder.flush(zlib.Z_SYNC_FLUSH)
                     writer.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
                 await writer.drain()
                 if reply.delay:
                     await asyncio.wait({eof}, timeout=reply.delay)
+            if encoder is not None:
+                tail = encoder.flush()
+                writer.write(f"{len(tail):x}\r\n".encode() + tail + b"\r\n")
             writer.write(b"0\r\n\r\n")
             await writer.drain()
             self._note(completed=1)

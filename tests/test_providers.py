@@ -43,10 +43,14 @@ async def test_claude_streams_text_deltas_then_usage(fake_anthropic):
     assert request["json"]["messages"] == MESSAGES
 
 
-@pytest.mark.parametrize("ragged", [False, True], ids=["tidy wire", "ragged wire"])
+@pytest.mark.parametrize(
+    "wire",
+    [{}, {"ragged": True}, {"gzip": True}],
+    ids=["tidy wire", "ragged wire", "gzip-encoded wire"],
+)
 @pytest.mark.asyncio
 async def test_claude_keeps_thinking_text_tool_calls_usage_and_the_stop_reason(
-    fake_anthropic, ragged
+    fake_anthropic, wire
 ):
     fake_anthropic.enqueue(
         Reply(
@@ -57,7 +61,7 @@ async def test_claude_keeps_thinking_text_tool_calls_usage_and_the_stop_reason(
             output_tokens=85,
             cache_read_tokens=900,
             cache_write_tokens=300,
-            ragged=ragged,
+            **wire,
         )
     )
     events = await collect(anthropic_provider(fake_anthropic))
