@@ -179,12 +179,7 @@ class Insert(Generic[M]):
         if compiled is None:
             compiled = self._compiled[connection] = self._compile(instance)
         sql, returning = compiled
-        saving = {"sender": self.model, "instance": instance, "raw": False, "update_fields": None}
-        signals.pre_save.send(**saving, using=DEFAULT_DB_ALIAS)
-        values = [
-            field.get_db_prep_save(field.pre_save(instance, True), connection)
-            for field in self.fields
-        ]
+        values = self.prepared(instance)
         meta, ops = self.model._meta, cast(Any, connection.ops)  # each backend's own methods
         with connection.cursor() as cursor:
             cursor.execute(sql, values)
@@ -192,10 +187,27 @@ class Insert(Generic[M]):
                 (key,) = ops.fetch_returned_insert_columns(cursor, returning)
             else:
                 key = ops.last_insert_id(cursor, meta.db_table, meta.pk.column)
+        return self.saved(instance, key)
+
+    def prepared(self, instance: M) -> list[Any]:
+        """The pre_save signal sent, and each field's value as the database takes it (in the
+        order of `fields`): what an INSERT of another shape sends too."""
+        signals.pre_save.send(**self._saving(instance), using=DEFAULT_DB_ALIAS)
+        connection = connections[DEFAULT_DB_ALIAS]
+        return [
+            field.get_db_prep_save(field.pre_save(instance, True), connection)
+            for field in self.fields
+        ]
+
+    def saved(self, instance: M, key: Any) -> M:
+        """The instance as the row `key` written for it, and the post_save signal sent."""
         instance.pk = key
         instance._state.adding, instance._state.db = False, DEFAULT_DB_ALIAS
-        signals.post_save.send(**saving, created=True, using=DEFAULT_DB_ALIAS)
+        signals.post_save.send(**self._saving(instance), created=True, using=DEFAULT_DB_ALIAS)
         return instance
+
+    def _saving(self, instance: M) -> dict[str, Any]:
+        return {"sender": self.model, "instance": instance, "raw": False, "update_fields": None}
 
     def _compile(self, instance: M) -> tuple[str, Any]:
         query = InsertQuery(self.model)

@@ -212,3 +212,25 @@ def test_one_instance_is_given_or_the_models_does_not_exist_is_raised(owner):
     assert reads.one(session_id=session.pk).pk == session.pk
     with pytest.raises(ChatSession.DoesNotExist):
         reads.one(session_id=session.pk + 1000)
+
+
+def test_on_postgresql_an_entry_is_appended_by_one_statement(owner):
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has no data-modifying WITH: its three statements share a transaction")
+    session = make_session(owner)
+    first = session.append_message("user", [{"type": "text", "text": "hello"}])
+    with CaptureQueriesContext(connection) as captured:
+        reply = session.append_message(
+            "assistant", [{"type": "text", "text": "ok"}], input_tokens=900, output_tokens=10
+        )
+    assert len(captured) == 1, [query["sql"] for query in captured]
+    row = ChatSession.objects.get(pk=session.pk)
+    assert (reply.parent_id, row.leaf_id, row.context_tokens) == (first.pk, reply.pk, 910)
+
+
+def test_an_entry_for_a_session_that_is_gone_is_refused_and_nothing_is_written(owner):
+    gone = make_session(owner)
+    ChatSession.objects.filter(pk=gone.pk).delete()
+    with pytest.raises(ChatSession.DoesNotExist):
+        gone.append_message("user", [{"type": "text", "text": "into the void"}])
+    assert not Entry.objects.filter(session_id=gone.pk).exists()

@@ -1,7 +1,9 @@
 """The statements every append runs, for every message of every prompt (issue 21): the
 session's leaf read under a lock, the entry's row, the session's row written after it, and
-the title a first message gives, each compiled once (`sessions.statements`). The session
-model is looked up by name: it imports this module."""
+the title a first message gives, each compiled once (`sessions.statements`). On PostgreSQL the
+first three are one statement (`appended`): a round trip there is 0.5–1 ms, and the three in a
+transaction were five of them. The session model is looked up by name: it imports this
+module."""
 
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ from datetime import datetime
 from typing import Any
 
 from django.apps import apps
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import F, QuerySet
+from django.utils import timezone
 
 from ..statements import Insert, Statement, Update
 from .entry import Entry
@@ -54,3 +58,57 @@ TITLED = Update(  # a session's first message titles it, unless it has a title
     session_id=int,
     title=str,
 )
+
+
+def appended(entry: Entry, *, reported: int, added: int) -> bool:
+    """`entry` (unsaved, its session's id set) written under its session's leaf and made the
+    leaf, the session's context size set to `reported` (a reply's usage) or grown by `added`,
+    atomically; False (and nothing written) when the session does not exist."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    if connection.vendor == "postgresql":
+        return _in_one_statement(connection, entry, reported=reported, added=added)
+    with transaction.atomic():
+        found = LEAF.first(session_id=entry.session_id)
+        if found is None:
+            return False
+        (entry.parent_id,) = found
+        ENTRY.save(entry)
+        written = (REPORTED, reported) if reported else (ADDED, added)
+        row = {"session_id": entry.session_id, "leaf_id": entry.pk, "now": timezone.now()}
+        written[0].execute(**row, tokens=written[1])
+    return True
+
+
+def _in_one_statement(connection: Any, entry: Entry, *, reported: int, added: int) -> bool:
+    """PostgreSQL: the leaf read under its row lock, the entry inserted under it and the session
+    moved to it, by one statement (data-modifying CTEs; one statement is one transaction)."""
+    parent = next(n for n, field in enumerate(ENTRY.fields) if field.attname == "parent_id")
+    values = ENTRY.prepared(entry)
+    del values[parent]  # the leaf's, read in the statement
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    params = [entry.session_id, *values, now, reported, reported, added, entry.session_id]
+    with connection.cursor() as cursor:
+        cursor.execute(_one_statement(connection, parent), params)
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    entry.parent_id = row[1]
+    ENTRY.saved(entry, row[0])
+    return True
+
+
+def _one_statement(connection: Any, parent: int) -> str:
+    q = connection.ops.quote_name
+    sessions, entries = q(_sessions().model._meta.db_table), q(Entry._meta.db_table)
+    columns = ", ".join(q(field.column) for field in ENTRY.fields)
+    values = ", ".join("leaf.leaf_id" if n == parent else "%s" for n in range(len(ENTRY.fields)))
+    return (
+        f"WITH leaf AS (SELECT {q('leaf_id')} FROM {sessions} WHERE {q('id')} = %s FOR UPDATE), "
+        f"new AS (INSERT INTO {entries} ({columns}) SELECT {values} FROM leaf "
+        f"RETURNING {q('id')}, {q('parent_id')}), "
+        f"moved AS (UPDATE {sessions} SET {q('leaf_id')} = new.{q('id')}, "
+        f"{q('updated_at')} = %s, {q('partial_text')} = '', {q('context_tokens')} = "
+        f"CASE WHEN %s > 0 THEN %s ELSE {sessions}.{q('context_tokens')} + %s END "
+        f"FROM new WHERE {sessions}.{q('id')} = %s) "
+        f"SELECT {q('id')}, {q('parent_id')} FROM new"
+    )

@@ -22,7 +22,7 @@ from ..context import context_tokens
 from ..thinking import level_on
 from ..tree import children, path_to, tip
 from . import building, refusals
-from .appending import ADDED, ENTRY, LEAF, REPORTED, TITLED
+from .appending import TITLED, appended
 from .entry import Entry
 from .refusals import BranchRefused, SessionDeleted
 
@@ -180,16 +180,10 @@ class ChatSession(models.Model):
         The session's context size follows, as the reference agent estimates it: a reply
         that reports its usage sets it; anything else that reaches the model adds its estimate.
         """
-        with transaction.atomic():
-            found = LEAF.first(session_id=self.pk)
-            if found is None:  # as the ORM's get says it
-                raise ChatSession.DoesNotExist(f"session {self.pk} does not exist.")
-            (leaf_id,) = found
-            entry = ENTRY.save(Entry(session_id=self.pk, parent_id=leaf_id, **fields).derive())
-            reported, added = entry.reported_context, entry.context_added
-            written = (REPORTED, reported) if reported else (ADDED, added)
-            row = {"session_id": self.pk, "leaf_id": entry.pk, "now": timezone.now()}
-            written[0].execute(**row, tokens=written[1])
+        entry = Entry(session_id=self.pk, **fields).derive()
+        reported, added = entry.reported_context, entry.context_added
+        if not appended(entry, reported=reported, added=added):  # as the ORM's get says it
+            raise ChatSession.DoesNotExist(f"session {self.pk} does not exist.")
         self.leaf = entry
         self.context_tokens = reported or self.context_tokens + added
         return entry
