@@ -38,7 +38,7 @@ def read(session: ChatSession, *, queued: int | None = None) -> StatusLine:
         queued=PendingPrompt.objects.filter(session=session).count() if queued is None else queued,
         interrupted=session.was_interrupted,
         context_before=context_before,
-        session_usage=usage.of_session(session.pk),
+        session_usage=usage.of_session(session),
     )
 
 

@@ -7,13 +7,14 @@ priced apart from plain input, as the API reports them.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db.models import QuerySet, Sum
+from django.db.models import Max, QuerySet, Sum
 
-from .models import Entry
+from .models import ChatSession, Entry
 from .statements import Statement
 from .tokens import Usage
 
@@ -62,14 +63,40 @@ def of_sessions(session_ids: Iterable[int]) -> dict[int, Usage]:
     return totals
 
 
-def of_session(session_id: int) -> Usage:
-    """One session's total (`of_sessions`), the query compiled once: every status line
-    a prompt shows reads it."""
+def of_session(session: ChatSession) -> Usage:
+    """One session's total (`of_sessions`), as the process last summed it and the replies
+    written since: every status line a prompt shows reads it, and summing a long session anew
+    each time read every reply it has (4 ms at 10,000 entries on SQLite, 8 on PostgreSQL).
+
+    A reply's tokens never change once written, and a session's entries are written in order
+    of their ids (each append holds the session's row), so the replies with a greater id than
+    the last one summed are the new ones; entries are only deleted with their session. A
+    session is known by its id and its creation time: a database emptied and filled again (a
+    test's) gives old ids to new sessions."""
+    known = (session.pk, session.created_at)
+    through, sums = _summed.get(known, (0, ()))
+    rows = SINCE.rows(session_id=session.pk, after=through)
+    if rows:
+        by_model: dict[str, tuple[int, ...]] = dict(sums)
+        for model, *tokens, last in rows:
+            before = by_model.get(model, (0, 0, 0, 0))
+            by_model[model] = tuple(a + (b or 0) for a, b in zip(before, tokens, strict=True))
+            through = max(through, last)
+        sums = tuple(by_model.items())
+        if len(_summed) >= REMEMBERED:
+            _summed.clear()
+        _summed[known] = (through, sums)
     total = Usage()
-    for model, *tokens in OF_SESSION.rows(session_id=session_id):
-        if used := _priced(model, tokens):
+    for model, counts in sums:
+        if used := _priced(model, list(counts)):
             total += used
     return total
+
+
+REMEMBERED = 10_000  # sessions whose sums this process keeps; more and it starts again
+# A session (its id and creation time) → the id of the last reply summed, and each model's sums
+# of the four token counts.
+_summed: dict[tuple[int, datetime], tuple[int, tuple[tuple[str, tuple[int, ...]], ...]]] = {}
 
 
 SUMS = ("model", "i", "o", "r", "w")
@@ -94,9 +121,14 @@ def _priced(model: str, tokens: list[int | None]) -> Usage | None:
     return used if used.tokens else None
 
 
-OF_SESSION: Statement[Entry] = Statement(
-    lambda session_id: _by_model(Entry.objects.filter(session_id=session_id)).values_list(*SUMS),
+SINCE: Statement[Entry] = Statement(  # a session's replies after one, summed by model
+    lambda session_id, after: (
+        _by_model(Entry.objects.filter(session_id=session_id, pk__gt=after))
+        .annotate(last=Max("id"))
+        .values_list(*SUMS, "last")
+    ),
     session_id=int,
+    after=int,
 )
 
 

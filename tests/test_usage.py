@@ -94,3 +94,22 @@ def test_cache_tokens_survive_export_and_import(owner):
     copy = session_file.import_jsonl(owner, lines)
     reply = Entry.objects.filter(session=copy, role="assistant").get()
     assert (reply.cache_read_tokens, reply.cache_write_tokens) == (7, 8)
+
+
+@pytest.mark.django_db
+def test_a_sessions_total_counts_every_reply_since_it_was_last_read_whoever_wrote_it(owner):
+    session = make_session(owner)
+    said = [{"type": "text", "text": "ok"}]
+    session.append_message("assistant", said, model=SONNET, input_tokens=1_000, output_tokens=10)
+    assert usage.of_session(session) == usage.priced(SONNET, 1_000, 10)
+    session.append_message("assistant", said, model="local", input_tokens=7, output_tokens=3)
+    session.append_message(
+        "assistant", said, model=SONNET, input_tokens=200, output_tokens=20, cache_read_tokens=5
+    )
+    other = make_session(owner)  # another session's replies are not this one's
+    other.append_message("assistant", said, model=SONNET, input_tokens=9_999, output_tokens=9)
+    expected = usage.priced(SONNET, 1_200, 30, cache_read=5) + usage.priced("local", 7, 3)
+    assert usage.of_session(session) == expected
+    assert usage.of_session(session) == expected  # read again, nothing new
+    usage._summed.clear()  # a process that has not read it yet sums it whole
+    assert usage.of_session(session) == expected
