@@ -5,13 +5,16 @@ in it. Sessions the user does not own are refused."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.db.models import JSONField, Max, QuerySet, Value
 
 from .context import mentions_in
 from .models import ChatSession, Entry
 from .statements import Statement
+from .tallies import Tally
 
 MENTION = re.compile(r"(?<![\w@#])@#([0-9]{1,18})\b")
 MENU_SESSIONS = 30  # the most recent sessions the @ menu offers
@@ -55,16 +58,34 @@ def data_of(session: ChatSession, text: str) -> dict[str, Any]:
 
 
 def mentioned_by(session: ChatSession) -> list[int]:
-    """The sessions this one's messages mention (recall reads them as well as the lineage)."""
-    kept = MENTIONING.rows(session_id=session.pk)
-    return list(dict.fromkeys(number for (data,) in kept for number, _ in mentions_in(data)))
+    """The sessions this one's messages mention (recall reads them as well as the lineage): read
+    at every prompt (is recall offered?), kept by the process and brought up to date from the
+    messages written since (`sessions.tallies`), not read from every entry of a long session."""
+    return list(MENTIONED.of(session))
 
 
-MENTIONING: Statement[Entry] = Statement(  # read at every prompt: is recall offered?
-    lambda session_id: Entry.objects.filter(
-        session_id=session_id, data__mentions__isnull=False
-    ).values_list("data"),
-    session_id=int,
+def _named(before: tuple[int, ...], rows: Sequence[tuple[int, Any]]) -> tuple[int, ...]:
+    said = sorted((pk, data) for pk, data in rows if data is not None)  # in order of writing
+    named = (number for _, data in said for number, _ in mentions_in(data))
+    return tuple(dict.fromkeys([*before, *named]))
+
+
+def _mentioning(session_id: int, after: int) -> QuerySet[Entry, Any]:
+    """The entries after `after` that mention sessions (id, data), and one more row: the
+    greatest id among all the entries after `after` (id, None), so the tally knows how far it
+    has read without reading every entry."""
+    new = Entry.objects.filter(session_id=session_id, pk__gt=after)
+    mentioning = new.filter(data__mentions__isnull=False).values_list("pk", "data")
+    newest = new.values("session_id").annotate(newest=Max("id"), none=Value(None, JSONField()))
+    return mentioning.union(newest.values_list("newest", "none"), all=True)
+
+
+MENTIONING: Statement[Entry] = Statement(_mentioning, session_id=int, after=int)
+MENTIONED: Tally[tuple[int, Any], tuple[int, ...]] = Tally(
+    lambda session_id, after: MENTIONING.rows(session_id=session_id, after=after),
+    last=lambda row: row[0],
+    fold=_named,
+    empty=(),
 )
 
 

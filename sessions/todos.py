@@ -20,12 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Max, Q, QuerySet, Value
 
 from .models import ChatSession, Entry
 from .shapes import part
 from .statements import Statement
 from .store import branch_ids
+from .tallies import Tally
 
 TOOL_NAME = "todo_write"
 CUSTOM_TYPE = "todos"  # a list set by the user or seeded from a handoff document
@@ -170,7 +171,7 @@ def state(session: ChatSession, branch: Iterable[int] | None = None) -> TodoStat
     """The list on the session's branch (the ids of its entries when the caller has them),
     read with a few small queries whatever the session's size: the entries that change the
     list (none: done), the branch's ids unless given, and the replies since the latest change."""
-    changes = CHANGES.objects(session_id=session.pk)
+    changes = list(CHANGED.of(session))
     if not changes:  # most sessions: one query
         return TodoState([])
     path = set(branch_ids(session) if branch is None else branch)
@@ -206,9 +207,36 @@ def state(session: ChatSession, branch: Iterable[int] | None = None) -> TodoStat
     return TodoState(todos, turns, unseen)
 
 
-CHANGES: Statement[Entry] = Statement(  # every prompt reads it: compiled once
-    lambda session_id: Entry.objects.filter(_CHANGES, session_id=session_id).order_by("pk"),
-    session_id=int,
+def _changing(session_id: int, after: int) -> QuerySet[Entry, Any]:
+    """The ids of the entries after `after` that change the list (id, True), and one more row:
+    the greatest id among all the entries after `after` (id, False), so the tally knows how far
+    it has read without reading every entry."""
+    new = Entry.objects.filter(session_id=session_id, pk__gt=after)
+    changing = new.filter(_CHANGES).annotate(changes=Value(True)).values_list("pk", "changes")
+    newest = new.values("session_id").annotate(newest=Max("id"), changes=Value(False))
+    return changing.union(newest.values_list("newest", "changes"), all=True)
+
+
+CHANGES: Statement[Entry] = Statement(_changing, session_id=int, after=int)
+
+
+def _changes_since(session_id: int, after: int) -> list[tuple[int, Entry | None]]:
+    """Entries after `after`: the ones that changed the list, in order, and the newest's id."""
+    rows = CHANGES.rows(session_id=session_id, after=after)
+    if not rows:  # nothing written since
+        return []
+    changed = Entry.objects.in_bulk([pk for pk, changes in rows if changes])
+    return [(pk, changed[pk]) for pk in sorted(changed)] + [(max(pk for pk, _ in rows), None)]
+
+
+# The entries that changed the list, kept by the process and brought up to date from the
+# entries written since (`sessions.tallies`): the scan of a long session's every entry for them
+# was 5 ms at 10,000 entries on SQLite, 8 on PostgreSQL, at every prompt.
+CHANGED: Tally[tuple[int, Entry | None], tuple[Entry, ...]] = Tally(
+    _changes_since,
+    last=lambda row: row[0],
+    fold=lambda before, rows: (*before, *(entry for _, entry in rows if entry is not None)),
+    empty=(),
 )
 
 

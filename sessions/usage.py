@@ -6,8 +6,7 @@ priced apart from plain input, as the API reports them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import datetime
+from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -16,6 +15,7 @@ from django.db.models import Max, QuerySet, Sum
 
 from .models import ChatSession, Entry
 from .statements import Statement
+from .tallies import Tally
 from .tokens import Usage
 
 MILLION = Decimal(1_000_000)
@@ -64,54 +64,46 @@ def of_sessions(session_ids: Iterable[int]) -> dict[int, Usage]:
 
 
 def of_session(session: ChatSession) -> Usage:
-    """One session's total (`of_sessions`), as the process last summed it and the replies
-    written since: every status line a prompt shows reads it, and summing a long session anew
-    each time read every reply it has (4 ms at 10,000 entries on SQLite, 8 on PostgreSQL).
-
-    A reply's tokens never change once written, and a session's entries are written in order
-    of their ids (each append holds the session's row), so the replies with a greater id than
-    the last one summed are the new ones; entries are only deleted with their session. A
-    session is known by its id and its creation time: a database emptied and filled again (a
-    test's) gives old ids to new sessions."""
-    known = (session.pk, session.created_at)
-    through, sums = _summed.get(known, (0, ()))
-    rows = SINCE.rows(session_id=session.pk, after=through)
-    if rows:
-        by_model: dict[str, tuple[int, ...]] = dict(sums)
-        for model, *tokens, last in rows:
-            before = by_model.get(model, (0, 0, 0, 0))
-            by_model[model] = tuple(a + (b or 0) for a, b in zip(before, tokens, strict=True))
-            through = max(through, last)
-        sums = tuple(by_model.items())
-        if len(_summed) >= REMEMBERED:
-            _summed.clear()
-        _summed[known] = (through, sums)
+    """One session's total (`of_sessions`): every status line a prompt shows reads it, and
+    summing a long session anew each time read every reply it has (4 ms at 10,000 entries on
+    SQLite, 8 on PostgreSQL); the process keeps the sums and adds the replies written since
+    (`sessions.tallies`: a reply's tokens never change)."""
     total = Usage()
-    for model, counts in sums:
+    for model, counts in SUMMED.of(session):
         if used := _priced(model, list(counts)):
             total += used
     return total
 
 
-REMEMBERED = 10_000  # sessions whose sums this process keeps; more and it starts again
-# A session (its id and creation time) → the id of the last reply summed, and each model's sums
-# of the four token counts.
-_summed: dict[tuple[int, datetime], tuple[int, tuple[tuple[str, tuple[int, ...]], ...]]] = {}
+Sums = tuple[tuple[str, tuple[int, ...]], ...]  # each model's sums of the four token counts
+
+
+def _added(sums: Sums, rows: Sequence[tuple[Any, ...]]) -> Sums:
+    by_model = dict(sums)
+    for model, role, *tokens, _ in rows:
+        if role != Entry.Role.ASSISTANT:  # read so that the tally knows how far it has read
+            continue
+        before = by_model.get(model, (0, 0, 0, 0))
+        by_model[model] = tuple(a + (b or 0) for a, b in zip(before, tokens, strict=True))
+    return tuple(by_model.items())
 
 
 SUMS = ("model", "i", "o", "r", "w")
+
+
+_SUMMED_TOKENS = {
+    "i": Sum("input_tokens"),
+    "o": Sum("output_tokens"),
+    "r": Sum("cache_read_tokens"),
+    "w": Sum("cache_write_tokens"),
+}
 
 
 def _by_model(replies: QuerySet[Entry, Any]) -> QuerySet[Entry, Any]:
     return (
         replies.filter(role=Entry.Role.ASSISTANT)
         .values("session_id", "model")
-        .annotate(
-            i=Sum("input_tokens"),
-            o=Sum("output_tokens"),
-            r=Sum("cache_read_tokens"),
-            w=Sum("cache_write_tokens"),
-        )
+        .annotate(**_SUMMED_TOKENS)
     )
 
 
@@ -121,14 +113,21 @@ def _priced(model: str, tokens: list[int | None]) -> Usage | None:
     return used if used.tokens else None
 
 
-SINCE: Statement[Entry] = Statement(  # a session's replies after one, summed by model
+SINCE: Statement[Entry] = Statement(  # a session's entries after one, summed by model, role
     lambda session_id, after: (
-        _by_model(Entry.objects.filter(session_id=session_id, pk__gt=after))
-        .annotate(last=Max("id"))
-        .values_list(*SUMS, "last")
+        Entry.objects.filter(session_id=session_id, pk__gt=after)
+        .values("model", "role")
+        .annotate(**_SUMMED_TOKENS, last=Max("id"))
+        .values_list("model", "role", "i", "o", "r", "w", "last")
     ),
     session_id=int,
     after=int,
+)
+SUMMED: Tally[tuple[Any, ...], Sums] = Tally(
+    lambda session_id, after: SINCE.rows(session_id=session_id, after=after),
+    last=lambda row: int(row[-1]),
+    fold=_added,
+    empty=(),
 )
 
 

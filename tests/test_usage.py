@@ -111,5 +111,5 @@ def test_a_sessions_total_counts_every_reply_since_it_was_last_read_whoever_wrot
     expected = usage.priced(SONNET, 1_200, 30, cache_read=5) + usage.priced("local", 7, 3)
     assert usage.of_session(session) == expected
     assert usage.of_session(session) == expected  # read again, nothing new
-    usage._summed.clear()  # a process that has not read it yet sums it whole
+    usage.SUMMED.forget()  # a process that has not read it yet sums it whole
     assert usage.of_session(session) == expected

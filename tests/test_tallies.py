@@ -1,0 +1,65 @@
+"""What a session's entries add up to (its cost, the sessions it mentions, its todo list) is
+kept by the process and read again only from the entries written since: the answers are the
+ones a fresh read of every entry gives, whatever was written between two reads."""
+
+from __future__ import annotations
+
+import pytest
+
+from sessions import mentions, todos, usage
+from sessions.todos import Todo
+
+from .conftest import make_session
+
+pytestmark = pytest.mark.django_db
+
+SONNET = "claude-sonnet-4-5"
+
+
+def forget_everything() -> None:
+    """As a process that has read nothing yet."""
+    for tally in (usage.SUMMED, mentions.MENTIONED, todos.CHANGED):
+        tally.forget()
+
+
+def said(text: str) -> list[dict[str, str]]:
+    return [{"type": "text", "text": text}]
+
+
+def test_a_mention_written_after_many_plain_entries_is_found_and_kept(owner):
+    other = make_session(owner)
+    session = make_session(owner, exchanges=3)
+    assert mentions.mentioned_by(session) == []
+    session.append_message("user", said("more"))  # read past: nothing in it
+    assert mentions.mentioned_by(session) == []
+    session.append_message("user", said("see"), data={"mentions": [{"session": other.pk}]})
+    session.append_message("assistant", said("ok"))
+    assert mentions.mentioned_by(session) == [other.pk]
+    assert mentions.mentioned_by(session) == [other.pk]  # nothing new: the same
+    forget_everything()
+    assert mentions.mentioned_by(session) == [other.pk]
+
+
+def test_the_todo_list_set_after_a_read_is_the_list(owner):
+    session = make_session(owner, exchanges=2)
+    assert todos.state(session).todos == []
+    todos.append_list(session, [Todo("First")], "user")
+    session.append_message("user", said("go on"))
+    assert todos.state(session).todos == [Todo("First")]
+    todos.append_list(session, [Todo("Second")], "user")
+    assert todos.state(session).todos == [Todo("Second")]
+    forget_everything()
+    assert todos.state(session).todos == [Todo("Second")]
+
+
+def test_a_cost_counts_the_replies_written_between_reads_and_only_its_own(owner):
+    session, other = make_session(owner), make_session(owner)
+    session.append_message("assistant", said("a"), model=SONNET, input_tokens=100, output_tokens=1)
+    assert usage.of_session(session) == usage.priced(SONNET, 100, 1)
+    session.append_message("user", said("q"))  # not a reply: costs nothing, read past
+    other.append_message("assistant", said("b"), model=SONNET, input_tokens=5, output_tokens=5)
+    assert usage.of_session(session) == usage.priced(SONNET, 100, 1)
+    session.append_message("assistant", said("c"), model=SONNET, input_tokens=20, output_tokens=2)
+    assert usage.of_session(session) == usage.priced(SONNET, 120, 3)
+    forget_everything()
+    assert usage.of_session(session) == usage.priced(SONNET, 120, 3)
