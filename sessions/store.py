@@ -7,11 +7,12 @@ cost one query however long the session is. The writes are the session's own met
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models.functions import Substr
 
 from .content import cut_at_word, plain_words, text_of
@@ -87,6 +88,31 @@ def branch_ids(session: ChatSession) -> list[int]:
 
 def leaf_of(session: ChatSession) -> int | None:
     return ChatSession.objects.values_list("leaf_id", flat=True).get(pk=session.pk)
+
+
+def branch_back_to(session: ChatSession, stops: Collection[int], limit: int) -> set[int] | None:
+    """The ids of the session's branch from its leaf back to the nearest of `stops` on it (that
+    one included), or to its root: one query that walks up the parents from the leaf, so its
+    cost is the distance walked, not the session's size. None when that is more than `limit`
+    entries (the caller reads the whole branch instead)."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    q = connection.ops.quote_name
+    entries, sessions = q(Entry._meta.db_table), q(ChatSession._meta.db_table)
+    stopping = f"AND up.id NOT IN ({', '.join(['%s'] * len(stops))})" if stops else ""
+    sql = (
+        f"WITH RECURSIVE up(id, parent_id, walked) AS ("
+        f"SELECT e.id, e.parent_id, 1 FROM {entries} e "
+        f"WHERE e.id = (SELECT s.leaf_id FROM {sessions} s WHERE s.id = %s) "
+        f"UNION ALL SELECT e.id, e.parent_id, up.walked + 1 FROM {entries} e "
+        f"JOIN up ON e.id = up.parent_id WHERE up.walked <= %s {stopping}"
+        f") SELECT id, parent_id FROM up"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [session.pk, limit, *stops])
+        walked = cursor.fetchall()
+    ids = {entry_id for entry_id, _ in walked}
+    ended = not walked or any(parent is None for _, parent in walked) or not ids.isdisjoint(stops)
+    return ids if ended else None
 
 
 class Outline(list[tuple[int, str]]):

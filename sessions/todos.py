@@ -9,8 +9,7 @@ The list is part of the session's history, so it follows the branch and travels 
   (`customType` "todos"), which the model does not read; the user's change reaches the model
   as a note (a `custom_message`, "todo_note") before its next turn;
 * the reminder is a `custom_message` ("todo_reminder") before a turn, once items have stayed
-  open for AGENTWEB_TODO_REMINDER_TURNS replies without an update.
-"""
+  open for AGENTWEB_TODO_REMINDER_TURNS replies without an update."""
 
 from __future__ import annotations
 
@@ -25,7 +24,7 @@ from django.db.models import Max, Q, QuerySet, Value
 from .models import ChatSession, Entry
 from .shapes import part
 from .statements import Statement
-from .store import branch_ids
+from .store import branch_back_to, branch_ids
 from .tallies import Tally
 
 TOOL_NAME = "todo_write"
@@ -150,10 +149,8 @@ def reminder_text(todos: Sequence[Todo], turns: int) -> str:
 @dataclass(frozen=True)
 class TodoState:
     todos: list[Todo]
-    # Complete replies since the list last changed (or the model was last reminded).
-    turns_since_update: int = 0
-    # The latest change is the user's and the model has not been told of it yet.
-    unseen_user_change: bool = False
+    turns_since_update: int = 0  # complete replies since the list changed (or a reminder)
+    unseen_user_change: bool = False  # the latest change is the user's, untold to the model
 
     @property
     def open_count(self) -> int:
@@ -168,31 +165,21 @@ _CHANGES = (
 
 
 def state(session: ChatSession, branch: Iterable[int] | None = None) -> TodoState:
-    """The list on the session's branch (the ids of its entries when the caller has them),
-    read with a few small queries whatever the session's size: the entries that change the
-    list (none: done), the branch's ids unless given, and the replies since the latest change."""
+    """The list on the session's branch (its ids when the caller has them), in a few small
+    queries: the list's changes (tallied), the branch back to the latest, the replies since."""
     changes = list(CHANGED.of(session))
-    if not changes:  # most sessions: one query
-        return TodoState([])
-    path = set(branch_ids(session) if branch is None else branch)
+    if not any(_sets_the_list(entry) for entry in changes):  # most sessions: one query
+        return TodoState([])  # notes alone leave no list: nothing open, nothing unseen
+    path = set(branch) if branch is not None else _back_to_the_list(session, changes)
     changes = [entry for entry in changes if entry.pk in path]
     todos: list[Todo] = []
     unseen = False
     reset: Entry | None = None  # the latest change or reminder: replies are counted after it
     for entry in changes:
         if entry.kind == Entry.Kind.CUSTOM_MESSAGE:
-            unseen = unseen and entry.custom_type != NOTE_TYPE
-            reset = entry
-            continue
-        if entry.kind == Entry.Kind.CUSTOM:
-            data = part(entry.data, "fields", "data")
-            todos, unseen = from_dicts(data.get("todos")), data.get("source") == "user"
-        else:
-            message = part(entry.data, "message")
-            if message.get("isError") is True:
-                continue
-            todos, unseen = from_dicts(part(message, "details").get("todos")), False
-        reset = entry
+            unseen, reset = unseen and entry.custom_type != NOTE_TYPE, entry
+        elif _sets_the_list(entry):
+            (todos, unseen), reset = _list_set_by(entry), entry
     turns = 0
     if reset is not None and any(todo.is_open for todo in todos):
         replies = Entry.objects.filter(
@@ -208,9 +195,8 @@ def state(session: ChatSession, branch: Iterable[int] | None = None) -> TodoStat
 
 
 def _changing(session_id: int, after: int) -> QuerySet[Entry, Any]:
-    """The ids of the entries after `after` that change the list (id, True), and one more row:
-    the greatest id among all the entries after `after` (id, False), so the tally knows how far
-    it has read without reading every entry."""
+    """The entries after `after` that change the list (id, True), and the greatest id of all the
+    entries after it (id, False): the tally knows how far it read without reading every entry."""
     new = Entry.objects.filter(session_id=session_id, pk__gt=after)
     changing = new.filter(_CHANGES).annotate(changes=Value(True)).values_list("pk", "changes")
     newest = new.values("session_id").annotate(newest=Max("id"), changes=Value(False))
@@ -218,20 +204,43 @@ def _changing(session_id: int, after: int) -> QuerySet[Entry, Any]:
 
 
 CHANGES: Statement[Entry] = Statement(_changing, session_id=int, after=int)
+WALK = 200  # entries walked up from the leaf for the list; further, the whole branch is read
+
+
+def _back_to_the_list(session: ChatSession, changes: Sequence[Entry]) -> set[int]:
+    """The branch from its leaf back to the latest entry on it that set the (whole) list, or all
+    of it when that is more than WALK entries back: what came before says nothing more."""
+    setting = [entry.pk for entry in changes if _sets_the_list(entry)]
+    walked = branch_back_to(session, setting, WALK)
+    return walked if walked is not None else set(branch_ids(session))
+
+
+def _sets_the_list(entry: Entry) -> bool:
+    """The user's list, or the model's todo_write that did not fail (not a note)."""
+    if entry.kind == Entry.Kind.CUSTOM:
+        return True
+    failed = part(entry.data, "message").get("isError") is True
+    return entry.kind != Entry.Kind.CUSTOM_MESSAGE and not failed
+
+
+def _list_set_by(entry: Entry) -> tuple[list[Todo], bool]:
+    """The list an entry set, and whether the model has yet to be told of it (the user's)."""
+    if entry.kind == Entry.Kind.CUSTOM:
+        data = part(entry.data, "fields", "data")
+        return from_dicts(data.get("todos")), data.get("source") == "user"
+    return from_dicts(part(entry.data, "message", "details").get("todos")), False
 
 
 def _changes_since(session_id: int, after: int) -> list[tuple[int, Entry | None]]:
     """Entries after `after`: the ones that changed the list, in order, and the newest's id."""
-    rows = CHANGES.rows(session_id=session_id, after=after)
-    if not rows:  # nothing written since
-        return []
+    if not (rows := CHANGES.rows(session_id=session_id, after=after)):
+        return []  # nothing written since
     changed = Entry.objects.in_bulk([pk for pk, changes in rows if changes])
     return [(pk, changed[pk]) for pk in sorted(changed)] + [(max(pk for pk, _ in rows), None)]
 
 
-# The entries that changed the list, kept by the process and brought up to date from the
-# entries written since (`sessions.tallies`): the scan of a long session's every entry for them
-# was 5 ms at 10,000 entries on SQLite, 8 on PostgreSQL, at every prompt.
+# The entries that changed the list, kept and read on from the newest (`sessions.tallies`): a
+# scan of every entry for them was 5 ms at 10,000 entries on SQLite, 8 on PostgreSQL, a prompt.
 CHANGED: Tally[tuple[int, Entry | None], tuple[Entry, ...]] = Tally(
     _changes_since,
     last=lambda row: row[0],

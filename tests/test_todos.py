@@ -102,6 +102,24 @@ def test_the_list_follows_the_branch(owner):
 
 
 @pytest.mark.django_db
+def test_a_list_set_long_ago_on_the_branch_is_the_list_and_its_replies_since_are_counted(owner):
+    session = a_planned_session(owner)
+    for turn in range(130):  # 260 entries: further back than a walk up from the leaf reads
+        session.append_message("user", [{"type": "text", "text": f"go on {turn}"}])
+        session.append_message("assistant", [{"type": "text", "text": f"done {turn}"}])
+    read = todos.state(ChatSession.objects.get(pk=session.pk))
+    assert (read.todos, read.turns_since_update) == (PLANNED, 130)
+    todos.append_list(session, [Todo("Fresh")], "user")
+    session.append_message("assistant", [{"type": "text", "text": "seen"}])
+    read = todos.state(ChatSession.objects.get(pk=session.pk))
+    assert (read.todos, read.turns_since_update, read.unseen_user_change) == (
+        [Todo("Fresh")],
+        1,
+        True,
+    )
+
+
+@pytest.mark.django_db
 def test_an_error_result_leaves_the_list_as_it_was(owner):
     session = a_planned_session(owner)
     record_result(session, "toolu_2", "todo_write", "The todo list was not changed")
