@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import JSONField, Max, QuerySet, Value
+from django.db.models import JSONField, QuerySet, Value
 
 from .context import mentions_in
 from .models import ChatSession, Entry
 from .statements import Statement
-from .tallies import Tally
+from .tallies import Tally, with_the_newest
 
 MENTION = re.compile(r"(?<![\w@#])@#([0-9]{1,18})\b")
 MENU_SESSIONS = 30  # the most recent sessions the @ menu offers
@@ -71,13 +71,10 @@ def _named(before: tuple[int, ...], rows: Sequence[tuple[int, Any]]) -> tuple[in
 
 
 def _mentioning(session_id: int, after: int) -> QuerySet[Entry, Any]:
-    """The entries after `after` that mention sessions (id, data), and one more row: the
-    greatest id among all the entries after `after` (id, None), so the tally knows how far it
-    has read without reading every entry."""
+    """The entries after `after` that mention sessions (id, data), and the newest (id, None)."""
     new = Entry.objects.filter(session_id=session_id, pk__gt=after)
     mentioning = new.filter(data__mentions__isnull=False).values_list("pk", "data")
-    newest = new.values("session_id").annotate(newest=Max("id"), none=Value(None, JSONField()))
-    return mentioning.union(newest.values_list("newest", "none"), all=True)
+    return with_the_newest(new, mentioning, Value(None, JSONField()))
 
 
 MENTIONING: Statement[Entry] = Statement(_mentioning, session_id=int, after=int)

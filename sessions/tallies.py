@@ -14,12 +14,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
+
+from django.db.models import Max, QuerySet, Value
 
 Row = TypeVar("Row")
 T = TypeVar("T")
 
 REMEMBERED = 10_000  # sessions a tally keeps; more and it starts again
+
+
+def with_the_newest(new: QuerySet[Any, Any], matching: QuerySet[Any, Any], nothing: Value) -> Any:
+    """`matching`, rows (id, value) of the entries among `new` (a session's entries after the
+    last one read) that a fold takes, and one more row: the greatest id among all of `new`,
+    with `nothing` beside it. One statement, and the tally knows how far it has read without
+    reading every entry."""
+    newest = new.values("session_id").annotate(newest=Max("id"), nothing=nothing)
+    return matching.union(newest.values_list("newest", "nothing"), all=True)
 
 
 class SessionLike(Protocol):

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Max, Q, QuerySet, Value
+from django.db.models import Q, QuerySet, Value
 
 from .models import ChatSession, Entry
 from .shapes import part
 from .statements import Statement
 from .store import branch_back_to, branch_ids
-from .tallies import Tally
+from .tallies import Tally, with_the_newest
 
 TOOL_NAME = "todo_write"
 CUSTOM_TYPE = "todos"  # a list set by the user or seeded from a handoff document
@@ -195,12 +195,10 @@ def state(session: ChatSession, branch: Iterable[int] | None = None) -> TodoStat
 
 
 def _changing(session_id: int, after: int) -> QuerySet[Entry, Any]:
-    """The entries after `after` that change the list (id, True), and the greatest id of all the
-    entries after it (id, False): the tally knows how far it read without reading every entry."""
+    """The entries after `after` that change the list (id, True), and the newest (id, False)."""
     new = Entry.objects.filter(session_id=session_id, pk__gt=after)
     changing = new.filter(_CHANGES).annotate(changes=Value(True)).values_list("pk", "changes")
-    newest = new.values("session_id").annotate(newest=Max("id"), changes=Value(False))
-    return changing.union(newest.values_list("newest", "changes"), all=True)
+    return with_the_newest(new, changing, Value(False))
 
 
 CHANGES: Statement[Entry] = Statement(_changing, session_id=int, after=int)
