@@ -7,6 +7,7 @@ module."""
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Any
 
@@ -82,13 +83,12 @@ def appended(entry: Entry, *, reported: int, added: int) -> bool:
 def _in_one_statement(connection: Any, entry: Entry, *, reported: int, added: int) -> bool:
     """PostgreSQL: the leaf read under its row lock, the entry inserted under it and the session
     moved to it, by one statement (data-modifying CTEs; one statement is one transaction)."""
-    parent = next(n for n, field in enumerate(ENTRY.fields) if field.attname == "parent_id")
     values = ENTRY.prepared(entry)
-    del values[parent]  # the leaf's, read in the statement
+    del values[_PARENT]  # the leaf's, read in the statement
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     params = [entry.session_id, *values, now, reported, reported, added, entry.session_id]
     with connection.cursor() as cursor:
-        cursor.execute(_one_statement(connection, parent), params)
+        cursor.execute(_one_statement(), params)
         row = cursor.fetchone()
     if row is None:
         return False
@@ -97,11 +97,17 @@ def _in_one_statement(connection: Any, entry: Entry, *, reported: int, added: in
     return True
 
 
-def _one_statement(connection: Any, parent: int) -> str:
+_PARENT = next(n for n, field in enumerate(ENTRY.fields) if field.attname == "parent_id")
+
+
+@functools.cache
+def _one_statement() -> str:
+    """Its SQL, built once (PostgreSQL's alone: SQLite has no data-modifying WITH)."""
+    connection: Any = connections[DEFAULT_DB_ALIAS]  # each backend's own quoting
     q = connection.ops.quote_name
     sessions, entries = q(_sessions().model._meta.db_table), q(Entry._meta.db_table)
     columns = ", ".join(q(field.column) for field in ENTRY.fields)
-    values = ", ".join("leaf.leaf_id" if n == parent else "%s" for n in range(len(ENTRY.fields)))
+    values = ", ".join("leaf.leaf_id" if n == _PARENT else "%s" for n in range(len(ENTRY.fields)))
     return (
         f"WITH leaf AS (SELECT {q('leaf_id')} FROM {sessions} WHERE {q('id')} = %s FOR UPDATE), "
         f"new AS (INSERT INTO {entries} ({columns}) SELECT {values} FROM leaf "
