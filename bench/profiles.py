@@ -50,6 +50,7 @@ def py_spy(pid: int, top: int = 15) -> Iterator[None]:
         recorder.send_signal(signal.SIGINT)
         recorder.wait(30)
     print_py_spy(out.read_text(), top)
+    print(f"    the stacks, collapsed: {out}")
 
 
 class PySpyFor:
@@ -68,6 +69,7 @@ class PySpyFor:
         if self.recorder is not None:
             self.recorder.wait(60)
             print_py_spy(self.out.read_text(), self.top)
+            print(f"    the stacks, collapsed: {self.out}")
 
 
 def print_py_spy(collapsed: str, top: int) -> None:
