@@ -14,13 +14,14 @@ from channels.db import database_sync_to_async
 
 from .. import context, store, todos
 from ..context import add_to_context, entry_parts
+from ..database import short
 from ..models import ChatSession, Entry, PendingPrompt, PromptTemplate
 from ..providers import Provider
 from .events import AgentEvent, Listener, ignore
 from .handoff_run import HandoffResult, HandoffRun, switch
 from .provider import provider_for
 from .streamer import Prepared, Streamer
-from .tools import ToolLoop
+from .tools import Tool, ToolLoop, offered_tools
 
 # The context a job leaves for the next job of its session: (leaf id, messages), newest last.
 CONTEXTS: dict[int, tuple[int | None, list[dict[str, Any]]]] = {}
@@ -142,10 +143,10 @@ class AgentSession:
             if purpose:  # a handoff's request: no tools, no reminders
                 _, reply = await self.streamer.reply(self.session, purpose, self.messages, prepared)
             else:
-                await self._notes_on_todos()
+                tools = await self._before_the_turn()
                 reply = await ToolLoop(
                     self.session, self.streamer, self.emit, self.messages
-                ).answer()
+                ).answer(tools=tools)
             await self.emit("agent_end", entry=reply, purpose=purpose)
             return reply
         finally:
@@ -179,12 +180,16 @@ class AgentSession:
         else:
             self.streamer.abort()
 
-    async def _notes_on_todos(self) -> None:
+    async def _before_the_turn(self) -> tuple[Tool, ...]:
         """Before a turn: tell the model of the user's change to the todo list, or remind it of
-        items that stayed open (each a `custom_message` the page shows as a small note)."""
-        for entry in await database_sync_to_async(todos.notes_due)(self.session):
+        items that stayed open (each a `custom_message` the page shows as a small note); the
+        tools the session offers. One short database call (both are bounded reads, and a note
+        one append), beside the other prompts' calls, not in line on the one thread."""
+        notes, tools = await short(_notes_and_tools)(self.session)
+        for entry in notes:
             self.remember(entry)
             await self.emit("message_end", role="", entry=entry)
+        return tools
 
     # --- handoff -----------------------------------------------------------
     async def handoff(self, focus: str = "") -> HandoffResult:
@@ -212,3 +217,7 @@ class AgentSession:
         """H8, H10: the agent goes on in the new session, its context that session's."""
         self.session = new
         await self.load()
+
+
+def _notes_and_tools(session: ChatSession) -> tuple[list[Entry], tuple[Tool, ...]]:
+    return todos.notes_due(session), offered_tools(session)

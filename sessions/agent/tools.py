@@ -92,10 +92,15 @@ class ToolLoop:
         # tool_use and tool_result blocks.
         self.request = [{"role": m["role"], "content": list(m["content"])} for m in messages]
 
-    async def answer(self, *, beside_others: bool = False) -> Entry:
-        """The model's last reply of the loop."""
+    async def answer(
+        self, *, beside_others: bool = False, tools: tuple[Tool, ...] | None = None
+    ) -> Entry:
+        """The model's last reply of the loop. `tools`: those the session offers, when the
+        caller read them already."""
         rounds = 0
-        self.tools = await short(offered_tools, reads=True)(self.session)
+        if tools is None:
+            tools = await short(offered_tools, reads=True)(self.session)
+        self.tools = tools
         definitions = [tool.definition for tool in self.tools]
         while True:
             reply, entry = await self.streamer.reply(
