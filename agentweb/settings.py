@@ -130,6 +130,9 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Django's, its health check skipped for a connection used a moment ago (agentweb/postgresql).
+    DATABASES["default"]["ENGINE"] = "agentweb.postgresql"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {
         # WAL lets readers go on while a generation writes; IMMEDIATE avoids
