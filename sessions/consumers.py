@@ -282,8 +282,8 @@ def _opening(login: str, user: User, session_id: int) -> tuple[bool, ChatSession
 
 def _standing(login: str, user_id: int, session_id: int) -> tuple[bool, str | None]:
     """Whether the sign-in holds, and the channel of the session's generation ("" when none
-    runs; None when the session is not kept)."""
-    return sign_ins.holds(login, user_id), store.kept_generation(session_id)
+    runs; None when the session is not kept): one statement."""
+    return sign_ins.holds_beside(login, user_id, session_id)
 
 
 CATCH_UP_LIMIT = 200

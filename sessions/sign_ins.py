@@ -22,51 +22,72 @@ from django.contrib.sessions.models import Session
 from django.db.models import QuerySet, Subquery
 from django.utils import timezone
 
+from . import store
 from .statements import Statement
 
 DATABASE_SESSIONS = "django.contrib.sessions.backends.db"
 REMEMBERED = 10_000  # sign-ins whose last holding state is kept; more and it starts again
 
 
-def _standing(key: str, user_id: int, now: datetime) -> QuerySet[Session, tuple[object, ...]]:
+def _standing(
+    key: str, user_id: int, now: datetime, chat_session_id: int
+) -> QuerySet[Session, tuple[object, ...]]:
     users = get_user_model().objects.filter(pk=user_id)
     return (
         Session.objects.filter(session_key=key, expire_date__gt=now)
         .annotate(
             password=Subquery(users.values("password")[:1]),
             active=Subquery(users.values("is_active")[:1]),
+            channel=Subquery(store.KEPT.build(session_id=chat_session_id)),
         )
-        .values_list("session_data", "password", "active")[:1]
+        .values_list("session_data", "password", "active", "channel")[:1]
     )
 
 
-STANDING: Statement[Session] = Statement(_standing, key=str, user_id=int, now=datetime)
+STANDING: Statement[Session] = Statement(
+    _standing, key=str, user_id=int, now=datetime, chat_session_id=int
+)
 _held: dict[tuple[str, int], tuple[object, ...]] = {}  # a sign-in → its state when it last held
 
 
 def holds(session_key: str, user_id: int) -> bool:
     """Whether sign-in `session_key` is still user `user_id`'s."""
+    return holds_beside(session_key, user_id, 0)[0]
+
+
+def holds_beside(session_key: str, user_id: int, chat_session_id: int) -> tuple[bool, str | None]:
+    """Whether sign-in `session_key` is still user `user_id`'s; and, read by the same statement,
+    the channel of chat session `chat_session_id`'s generation ("" when none runs; None when
+    the session is not kept, or the sign-in does not hold): a frame's whole check."""
     if not session_key:
-        return False
+        return False, None
     if settings.SESSION_ENGINE != DATABASE_SESSIONS:
-        return _by_django(session_key, user_id)
-    state = _state(session_key, user_id)
+        return _by_django(session_key, user_id), store.kept_generation(chat_session_id)
+    state, channel = _state(session_key, user_id, chat_session_id)
     if state is None:  # no such sign-in now (signed out, expired), or no such user
-        return False
+        return False, None
     sign_in = (session_key, user_id)
     if _held.get(sign_in) == state:
-        return True
+        return True, channel
     held = _by_django(session_key, user_id)
-    if held and _state(session_key, user_id) == state:  # Django judged this very state
+    if held and _state(session_key, user_id, 0)[0] == state:  # Django judged this very state
         if len(_held) >= REMEMBERED:
             _held.clear()
         _held[sign_in] = state
-    return held
+    return held, channel
 
 
-def _state(session_key: str, user_id: int) -> tuple[object, ...] | None:
-    state = STANDING.first(key=session_key, user_id=user_id, now=timezone.now())
-    return state if state is not None and state[1] is not None else None
+def _state(
+    session_key: str, user_id: int, chat_session_id: int
+) -> tuple[tuple[object, ...] | None, str | None]:
+    """What the verdict depends on (None: no such sign-in or user), and the chat session's
+    channel."""
+    found = STANDING.first(
+        key=session_key, user_id=user_id, now=timezone.now(), chat_session_id=chat_session_id
+    )
+    if found is None or found[1] is None:
+        return None, None
+    return found[:3], found[3]
 
 
 def _by_django(session_key: str, user_id: int) -> bool:
