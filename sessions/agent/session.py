@@ -8,6 +8,7 @@ which it is bound to the new session.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -110,6 +111,7 @@ class AgentSession:
         purpose: str = "",
         prepare: Callable[[], Awaitable[Prepared]] | None = None,
         user: Entry | None = None,
+        ready: TurnStart | None = None,
     ) -> Entry | None:
         """Send a user message and stream the reply; returns the persisted reply.
 
@@ -143,7 +145,7 @@ class AgentSession:
             if purpose:  # a handoff's request: no tools, no reminders
                 _, reply = await self.streamer.reply(self.session, purpose, self.messages, prepared)
             else:
-                tools = await self._before_the_turn()
+                tools = await self._before_the_turn(ready)
                 reply = await ToolLoop(
                     self.session, self.streamer, self.emit, self.messages
                 ).answer(tools=tools)
@@ -180,16 +182,16 @@ class AgentSession:
         else:
             self.streamer.abort()
 
-    async def _before_the_turn(self) -> tuple[Tool, ...]:
+    async def _before_the_turn(self, ready: TurnStart | None) -> tuple[Tool, ...]:
         """Before a turn: tell the model of the user's change to the todo list, or remind it of
         items that stayed open (each a `custom_message` the page shows as a small note); the
-        tools the session offers. One short database call (both are bounded reads, and a note
-        one append), beside the other prompts' calls, not in line on the one thread."""
-        notes, tools = await short(_notes_and_tools)(self.session)
-        for entry in notes:
+        tools the session offers. Read in one short database call unless `ready` has them."""
+        if ready is None:
+            ready = await short(turn_start)(self.session)
+        for entry in ready.notes:
             self.remember(entry)
             await self.emit("message_end", role="", entry=entry)
-        return tools
+        return ready.tools
 
     # --- handoff -----------------------------------------------------------
     async def handoff(self, focus: str = "") -> HandoffResult:
@@ -219,5 +221,16 @@ class AgentSession:
         await self.load()
 
 
-def _notes_and_tools(session: ChatSession) -> tuple[list[Entry], tuple[Tool, ...]]:
-    return todos.notes_due(session), offered_tools(session)
+@dataclass(frozen=True)
+class TurnStart:
+    """What comes before a prompt's turn: the notes on the todo list the model is told of
+    (stored already) and the tools the session offers."""
+
+    notes: list[Entry]
+    tools: tuple[Tool, ...]
+
+
+def turn_start(session: ChatSession) -> TurnStart:
+    """The notes due before a turn, stored, and the tools offered: bounded reads and a note's
+    append, so a prompt's own database call can take them with it (generation/turns.py)."""
+    return TurnStart(todos.notes_due(session), offered_tools(session))

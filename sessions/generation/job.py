@@ -126,7 +126,9 @@ class Job:
                 await self.agent.regenerate()
                 continue
             first = not self.agent.messages  # the session's first prompt
-            await self.agent.prompt(turn.text, expand_prompt_templates=False, user=turn.user)
+            await self.agent.prompt(
+                turn.text, expand_prompt_templates=False, user=turn.user, ready=turn.ready
+            )
             if first:
                 titles.write_soon(self.session_id, self.show_title)
 

@@ -18,6 +18,7 @@ from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from .. import mentions, status, store
+from ..agent.session import TurnStart, turn_start
 from ..models import ChatSession, Entry, PendingPrompt, PromptTemplate
 from ..models.refusals import BUSY_BRANCHING
 from ..providers import catalog
@@ -43,6 +44,7 @@ class Turn:
     handoff: bool = False  # the automatic handoff comes first
     status: StatusShown | None = None  # the status line as the prompt begins (or the job ends)
     regenerate: bool = False  # another reply to the message the session's leaf is at
+    ready: TurnStart | None = None  # the todo notes and tools before the prompt's turn, read
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,8 @@ def next_turn(session: ChatSession, generation_id: str, *, auto_handoff: bool) -
 
 
 def _begin(session: ChatSession, text: str, *, reread: bool, queued: int | None = None) -> Turn:
-    """The prompt stored as the session's next user message; the status line as it starts.
+    """The prompt stored as the session's next user message; the status line as it starts; and
+    what comes before its turn (todo notes, tools), so the job need not ask again.
     `session` was read as its claim was taken; a later turn's rereads it (the claim's lease and
     kind have moved since). `queued`: the prompts waiting, when known (a first turn sent at
     once found none)."""
@@ -134,7 +137,8 @@ def _begin(session: ChatSession, text: str, *, reread: bool, queued: int | None 
     content = [{"type": "text", "text": text}]
     user = session.append_message(Entry.Role.USER, content, data=mentions.data_of(session, text))
     shown = ChatSession.objects.get(pk=session.pk) if reread else session
-    return Turn(text, user, status=StatusShown(shown, status.read(shown, queued=queued)))
+    shown_status = StatusShown(shown, status.read(shown, queued=queued))
+    return Turn(text, user, status=shown_status, ready=turn_start(session))
 
 
 def next_prompt_or_release(session_id: int, generation_id: str) -> str | None:
