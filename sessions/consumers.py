@@ -64,6 +64,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         )
         self.awaiting_snapshot_since = 0.0
         self.generating_on = ""  # the channel of the session's generation, as a frame last read
+        self.standing: tuple[bool, str | None] = (True, "")  # the last check: signed in, channel
         self.user_id = user.pk
         self.user_group = tabs.user_group(user.pk)
         self.login = login
@@ -106,14 +107,25 @@ class SessionConsumer(AsyncWebsocketConsumer):
     async def may_act(self) -> bool:
         """Before a frame is acted on: the sign-in still holds (Django's rules: not signed out,
         not expired, the password unchanged) and the session is not deleted."""
-        standing = short(_standing, reads=True)
-        signed_in, channel = await standing(self.login, self.user_id, self.session.pk)
+        if await short(self.stands, reads=True)():
+            return True
+        await self.stand_down()
+        return False
+
+    def stands(self) -> bool:
+        """The frame's check (a database call): whether this socket may act now."""
+        self.standing = _standing(self.login, self.user_id, self.session.pk)
+        signed_in, channel = self.standing
+        self.generating_on = channel or ""  # where a Cancel goes, as just read
+        return signed_in and channel is not None
+
+    async def stand_down(self) -> None:
+        """The check said no: the socket closes, saying why."""
+        signed_in, channel = self.standing
         if not signed_in:
             await self.close(code=CLOSE_UNAUTHENTICATED)
         elif channel is None:
             await self.session_deleted({"html": partials.notice(announce.DELETED, "error")})
-        self.generating_on = channel or ""  # where a Cancel goes, as just read
-        return signed_in and channel is not None
 
     # --- from the browser ------------------------------------------------------
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
@@ -125,10 +137,11 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if frame.action != "cancel" and not self.budget.take():  # Cancel always goes through
             await self.refuse(TOO_FAST, frame.message)
             return
-        if not await self.may_act():
-            return
         try:
-            await self.act(frame)
+            if _a_prompt(frame):
+                await self.prompt(frame.message)  # checked in the prompt's own database call
+            elif await self.may_act():
+                await self.act(frame)
         except Exception:  # a fault below (the database, a library): said, and the text kept
             log.exception("session %s: a %s frame failed", self.session.pk, frame.action)
             await self.refuse(FRAME_FAILED, frame.message)
@@ -176,14 +189,22 @@ class SessionConsumer(AsyncWebsocketConsumer):
             elif started.busy:
                 await self.send(text_data=partials.notice(started.busy, "warning"))
         else:
-            outcome = await generation.submit(self.session, text, render)
-            if outcome.refusal:
-                await self.refuse(outcome.refusal, text)
-            elif outcome.queued is not None:
-                notice = partials.notice("Queued: it will be sent when the current reply ends.")
-                await self.send(text_data=notice)
-                await tabs.show(self.session.pk, render(outcome.queued))
-                generation.watch(self.session.pk, render)  # its holder may have died
+            await self.prompt(text, checked=True)
+
+    async def prompt(self, text: str, *, checked: bool = False) -> None:
+        """A prompt for the model; the frame's check made in the prompt's own database call
+        unless it was `checked` already."""
+        check = None if checked else self.stands
+        outcome = await generation.submit(self.session, text, render, check)
+        if outcome.unchecked:
+            await self.stand_down()
+        elif outcome.refusal:
+            await self.refuse(outcome.refusal, text)
+        elif outcome.queued is not None:
+            notice = partials.notice("Queued: it will be sent when the current reply ends.")
+            await self.send(text_data=notice)
+            await tabs.show(self.session.pk, render(outcome.queued))
+            generation.watch(self.session.pk, render)  # its holder may have died
 
     async def run_command(self, parsed: commands.CommandCall, text: str) -> None:
         """/thinking, /model, /rename, /new, /export, /tree: what their buttons do."""
@@ -272,6 +293,11 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await generation.request_snapshot(state["channel"], self.channel_name)
         if state["claimed"]:  # its holder may have died
             generation.watch(self.session.pk, render, holder=state["claimed"])
+
+
+def _a_prompt(frame: Frame) -> bool:
+    """A message for the model (not a command, nor perhaps one of the user's templates)."""
+    return frame.action == "send" and isinstance(commands.parse(frame.message), commands.Prompt)
 
 
 def _opening(login: str, user: User, session_id: int) -> tuple[bool, ChatSession | None]:

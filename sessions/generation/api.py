@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections.abc import Callable
 
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
@@ -45,10 +46,14 @@ async def start(
     return True
 
 
-async def submit(session: ChatSession, text: str, render: Render) -> Submitted:
-    """Queue the prompt, and start a generation unless one runs (the prompt then waits)."""
+async def submit(
+    session: ChatSession, text: str, render: Render, check: Callable[[], bool] | None = None
+) -> Submitted:
+    """Queue the prompt, and start a generation unless one runs (the prompt then waits).
+    `check`: the caller's reads, made first in the same database call (a frame's check);
+    when it says no, nothing is done (`unchecked`)."""
     generation_id, channel = await _new_generation()
-    submitted, claimed = await short(queue_prompt)(session, text, generation_id, channel)
+    submitted, claimed = await short(queue_prompt)(session, text, generation_id, channel, check)
     if claimed is not None:
         _launch(Job(claimed[0], generation_id, channel, render, turn=claimed[1]))
     return submitted

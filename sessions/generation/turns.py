@@ -8,6 +8,7 @@ job's last look at the queue, or finds the claim released and starts a generatio
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -55,17 +56,25 @@ class Submitted:
     refusal: str = ""  # why it was not taken (a cap): what was typed goes back to its box
     busy: str = ""  # a /handoff not taken: a generation runs already
     queued: StatusShown | None = None  # the status line, when it waits behind a running reply
+    unchecked: bool = False  # the caller's check said no: nothing was done
 
 
 def queue_prompt(
-    session: ChatSession, text: str, generation_id: str, channel: str
+    session: ChatSession,
+    text: str,
+    generation_id: str,
+    channel: str,
+    check: Callable[[], bool] | None = None,
 ) -> tuple[Submitted, tuple[ChatSession, Turn] | None]:
     """A prompt in one database call: refused over a cap, else queued; and when no generation
-    runs, the session claimed and the job's first turn taken, ready to send.
+    runs, the session claimed and the job's first turn taken, ready to send. `check`, when
+    given, runs first (the caller's own reads: a frame's check) and may stop it.
 
     Under load, every call on the one database thread waits behind the calls of every other
     prompt, so a prompt's request goes out after this one call.
     """
+    if check is not None and not check():
+        return Submitted(unchecked=True), None
     refusal = over_a_cap(session, queueing=True) or mentions.refusal(session, text)
     if refusal:
         return Submitted(refusal=refusal), None
