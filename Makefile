@@ -44,6 +44,7 @@ bench: dev  # every figure of docs/PERFORMANCE.md, each beside its target (about
 	$(BIN)/python bench/cancel_latency.py --runs 20
 	$(BIN)/python bench/prompt_queries.py --runs 5
 	$(BIN)/python bench/prompt_parts.py --runs 300
+	$(BIN)/python bench/db_calls.py --runs 5
 	$(BIN)/python bench/sizes.py --runs 5
 	$(BIN)/python bench/page_browser.py --sizes 1000,10000 --runs 3
 	$(BIN)/python bench/long_session.py

@@ -122,6 +122,12 @@ def test_the_prompt_parts_bench_times_each_part_of_a_prompts_set_up():
     assert re.search(r"^\s+\d+  in all$", out, re.M)
 
 
+def test_the_database_calls_bench_times_a_short_call_and_its_statements():
+    out = bench("bench/db_calls.py", "--runs", "1")
+    assert re.search(r"^\s+\d+\.\d{3} ms  a short call, no statement \(the hop alone\)$", out, re.M)
+    assert re.search(r"^\s+\d+\.\d{3} ms  a short call, three statements$", out, re.M)
+
+
 def test_the_prompt_queries_bench_counts_a_prompts_statements_and_says_who_sent_them():
     out = bench("bench/prompt_queries.py", "--runs", "1", "--list")
     assert re.search(r"a later prompt: \d+ statements .*from the frame to the first delta", out)
