@@ -14,13 +14,13 @@ from urllib.parse import parse_qs
 
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.urls import reverse
 
 from . import commands, generation, partials, sign_ins, status, store, tabs
 from .commands import session as session_commands
+from .consuming import LeanConsumer
 from .database import short
 from .forms import Frame, FrameError, parse_frame
 from .models import ChatSession, Entry, PromptTemplate
@@ -36,7 +36,7 @@ CLOSE_NOT_FOUND = 4404
 SNAPSHOT_PATIENCE = 2.0  # seconds to wait for a job's snapshot before resyncing again
 
 
-class SessionConsumer(AsyncWebsocketConsumer):
+class SessionConsumer(LeanConsumer):
     session: ChatSession
 
     async def connect(self) -> None:

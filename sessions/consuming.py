@@ -1,0 +1,67 @@
+"""How a socket's consumer takes its messages: the browser's frames and the channel layer's
+events, one at a time, as Channels does, for less of the event loop.
+
+Channels' `await_many_dispatch` starts a task for each message it waits for and an
+`asyncio.wait` over both sources for each message it gets: with 200 tabs streaming (thousands
+of relayed batches a second) that machinery was a sixth of a busy loop (docs/PERFORMANCE.md).
+Here each source is read by one task for the socket's life, and a lock lets one message be
+handled at a time: each source's messages in order, a handler never beside another, and the
+first error (Channels' `StopConsumer` among them) ends both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from channels.exceptions import StopConsumer
+from channels.generic.websocket import AsyncWebsocketConsumer
+from channels.layers import get_channel_layer
+
+Message = dict[str, Any]
+
+
+async def dispatch_from(
+    sources: Sequence[Callable[[], Awaitable[Message]]],
+    dispatch: Callable[[Message], Awaitable[None]],
+) -> None:
+    """Each message of each source to `dispatch`, one at a time, until one raises (that
+    exception is raised here, once both readers have stopped)."""
+    turn = asyncio.Lock()
+
+    async def read(receive: Callable[[], Awaitable[Message]]) -> None:
+        while True:
+            message = await receive()
+            async with turn:
+                await dispatch(message)
+
+    readers = [asyncio.ensure_future(read(receive)) for receive in sources]
+    try:
+        done, _ = await asyncio.wait(readers, return_when=asyncio.FIRST_EXCEPTION)
+        for reader in done:
+            reader.result()
+    finally:
+        for reader in readers:
+            reader.cancel()
+        for reader in readers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+
+
+class LeanConsumer(AsyncWebsocketConsumer):
+    """Channels' WebSocket consumer, its messages taken by `dispatch_from`."""
+
+    async def __call__(self, scope: Message, receive: Any, send: Any) -> None:
+        self.scope = scope
+        self.channel_layer = get_channel_layer(self.channel_layer_alias)
+        self.base_send = send
+        sources = [receive]
+        if self.channel_layer is not None:
+            self.channel_name = await self.channel_layer.new_channel()
+            self.channel_receive = functools.partial(self.channel_layer.receive, self.channel_name)
+            sources.append(self.channel_receive)
+        with contextlib.suppress(StopConsumer):  # the consumer's own end
+            await dispatch_from(sources, self.dispatch)
