@@ -45,3 +45,19 @@ class InMemoryChannelLayer(StockInMemoryChannelLayer):  # type: ignore[misc]
             # take it is skipped, as the stock layer does.
             with contextlib.suppress(asyncio.QueueFull):
                 queue.put_nowait((expires, copy(message)))
+
+    async def receive(self, channel: str) -> Any:
+        """The stock receive, without the new queue it makes (and drops) at every call: a
+        channel's queue is made when a message or a receiver first needs it, and dropped, as
+        the stock layer drops it, each time a receive empties it."""
+        self.require_valid_channel_name(channel)
+        self._clean_expired()
+        queue = self.channels.get(channel)
+        if queue is None:
+            queue = self.channels[channel] = asyncio.Queue(maxsize=self.get_capacity(channel))
+        try:
+            _, message = await queue.get()
+        finally:
+            if queue.empty():
+                self.channels.pop(channel, None)
+        return message
