@@ -20,6 +20,7 @@ from typing import Any
 from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.layers import get_channel_layer
+from channels.sessions import InstanceSessionWrapper
 
 Message = dict[str, Any]
 
@@ -57,7 +58,7 @@ class LeanConsumer(AsyncWebsocketConsumer):
     async def __call__(self, scope: Message, receive: Any, send: Any) -> None:
         self.scope = scope
         self.channel_layer = get_channel_layer(self.channel_layer_alias)
-        self.base_send = send
+        self.base_send = _past_the_session_wrapper(send)
         sources = [receive]
         if self.channel_layer is not None:
             self.channel_name = await self.channel_layer.new_channel()
@@ -65,3 +66,17 @@ class LeanConsumer(AsyncWebsocketConsumer):
             sources.append(self.channel_receive)
         with contextlib.suppress(StopConsumer):  # the consumer's own end
             await dispatch_from(sources, self.dispatch)
+
+
+def _past_the_session_wrapper(send: Any) -> Any:
+    """The server's own send, when `send` is Channels' session middleware's wrapper of it: the
+    wrapper saves the session on an HTTP response's start and otherwise passes each message
+    through, reading the (lazy) session's state first, which a socket pays for every frame it
+    is sent. A WebSocket sends no HTTP response."""
+    wrapper = getattr(send, "__self__", None)
+    if not isinstance(wrapper, InstanceSessionWrapper):
+        return send
+    acts_on = [*wrapper.save_message_types, *wrapper.cookie_response_message_types]
+    if any(kind.startswith("websocket.") for kind in acts_on):  # a Channels that does, one day
+        return send
+    return wrapper.real_send

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from channels.exceptions import StopConsumer
 
-from sessions.consuming import dispatch_from
+from sessions.consuming import _past_the_session_wrapper, dispatch_from
 
 pytestmark = pytest.mark.asyncio
 
@@ -65,3 +65,18 @@ async def test_an_error_in_a_handler_ends_both_readers_and_is_raised():
     events.put_nowait({"type": "late"})
     await asyncio.sleep(0.01)
     assert events.qsize() == 1  # the event reader was stopped: nothing took it
+
+
+async def test_a_sockets_frames_go_to_the_server_past_the_session_middlewares_wrapper():
+    from channels.sessions import InstanceSessionWrapper
+
+    sent: list[dict[str, Any]] = []
+
+    async def server_send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    wrapper = InstanceSessionWrapper({"type": "websocket", "cookies": {}}, server_send)
+    send = _past_the_session_wrapper(wrapper.send)
+    await send({"type": "websocket.send", "text": "<p>hi</p>"})
+    assert send is server_send and sent == [{"type": "websocket.send", "text": "<p>hi</p>"}]
+    assert _past_the_session_wrapper(server_send) is server_send  # no wrapper: as it is
