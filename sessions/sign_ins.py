@@ -7,7 +7,8 @@ Every frame a socket sends is checked. Django's check reads the session's row an
 (the session's data, unexpired; the user's password and active flag), and when that is what
 it was the last time Django's own check held for this sign-in, the verdict is the same. Any
 change (a new password, a sign-out, expiry, the session's data rewritten) and every verdict
-that does not hold go through Django's check itself."""
+that does not hold go through Django's check itself. The same statement reads the rest of a
+frame's check, the chat session's generation channel (`holds_beside`)."""
 
 from __future__ import annotations
 
