@@ -9,6 +9,7 @@ event on its own (a model's pace, not a burst): the process's CPU a stream event
 
 The fake Anthropic server runs in a process of its own and sends each stream's one-token
 deltas --delay seconds apart; --streams of them are read at once. Medians of interleaved runs.
+First, the same three ways send --streams requests of one token at once: the CPU a request.
 
     .venv/bin/python bench/read_paths.py --streams 200 --tokens 200 --delay 0.025 --runs 3
 """
@@ -94,6 +95,33 @@ async def cpu_an_event(make: Callable[[], Awaitable[Reader]], streams: int) -> f
     return spent * 1e6 / sum(counts)
 
 
+async def cpu_a_request(make: Callable[[], Awaitable[Reader]], streams: int) -> float:
+    """ms of this process's CPU a request of one token, `streams` at once: what sending a
+    request costs beside reading it (after one to warm up)."""
+    read, close = await make()
+    await read()
+    started = time.process_time()
+    await asyncio.gather(*(read() for _ in range(streams)))
+    spent = time.process_time() - started
+    await close()
+    return spent * 1000 / streams
+
+
+def requests(streams: int, runs: int) -> None:
+    fake = FakeServerProcess(1, 0.0)
+    try:
+        ways = readers(fake.url)
+        spent: dict[str, list[float]] = {name: [] for name in ways}
+        for _ in range(runs):
+            for name, make in ways.items():
+                spent[name].append(asyncio.run(cpu_a_request(make, streams)))
+    finally:
+        fake.stop()
+    print(f"{streams} requests of one token at once: CPU a request (median of {runs})")
+    for name, values in spent.items():
+        print(f"  {name:9} {statistics.median(values):6.2f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--streams", type=int, default=200)
@@ -101,6 +129,7 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.025)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
+    requests(args.streams, args.runs)
     fake = FakeServerProcess(args.tokens, args.delay)
     try:
         ways = readers(fake.url)

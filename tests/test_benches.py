@@ -52,6 +52,8 @@ def test_the_read_bench_costs_an_event_three_ways_against_aiohttps_own_reader():
         "bench/read_paths.py", "--streams", "3", "--tokens", "20", "--delay", "0", "--runs", "1"
     )
     assert "3 streams at once, 20 one-token events each" in out
+    assert "3 requests of one token at once: CPU a request (median of 1)" in out
+    assert re.search(r"agentweb +[\d.]+ ms$", out, re.M), out
     for way in ("aiohttp", "sdk-raw", "agentweb"):
         assert re.search(rf"{way} +[\d.]+ µs  ×[\d.]+ of aiohttp's own reader", out), out
 
