@@ -29,7 +29,7 @@ import harness
 
 harness.setup()  # Django on a throwaway database, before any project import
 
-from django.db import connection  # noqa: E402
+from django.db import DEFAULT_DB_ALIAS, connection, connections  # noqa: E402
 from django.db.backends.signals import connection_created  # noqa: E402
 from harness import fake_api, open_tab, signed_in_user  # noqa: E402
 
@@ -87,7 +87,7 @@ connection_created.connect(_wrap)
 def _count_health_checks() -> None:
     """Django's health check of a kept connection is a statement too (`SELECT 1`, sent past the
     execute wrappers): counted where the backend makes it."""
-    backend = type(connection._connections[connection._alias])  # type: ignore[attr-defined]
+    backend = type(connections[DEFAULT_DB_ALIAS])
     is_usable = backend.is_usable
 
     def counted(self):  # noqa: ANN001, ANN202

@@ -84,42 +84,34 @@ async def _parsed(events: AsyncIterator[tuple[str, str]]) -> int:
     return count
 
 
-async def cpu_an_event(make: Callable[[], Awaitable[Reader]], streams: int) -> float:
-    """µs of this process's CPU an event, `streams` read at once (after one to warm up)."""
+async def cpu_reading(make: Callable[[], Awaitable[Reader]], streams: int) -> tuple[float, int]:
+    """Seconds of this process's CPU to read `streams` at once (after one to warm up), and the
+    events they held."""
     read, close = await make()
     await read()
     started = time.process_time()
     counts = await asyncio.gather(*(read() for _ in range(streams)))
     spent = time.process_time() - started
     await close()
-    return spent * 1e6 / sum(counts)
+    return spent, sum(counts)
 
 
-async def cpu_a_request(make: Callable[[], Awaitable[Reader]], streams: int) -> float:
-    """ms of this process's CPU a request of one token, `streams` at once: what sending a
-    request costs beside reading it (after one to warm up)."""
-    read, close = await make()
-    await read()
-    started = time.process_time()
-    await asyncio.gather(*(read() for _ in range(streams)))
-    spent = time.process_time() - started
-    await close()
-    return spent * 1000 / streams
-
-
-def requests(streams: int, runs: int) -> None:
-    fake = FakeServerProcess(1, 0.0)
+def medians(tokens: int, delay: float, streams: int, runs: int) -> dict[str, tuple[float, int]]:
+    """Each way's median CPU (and the events read) over `runs` interleaved runs, the fake
+    server sending `tokens` events `delay` seconds apart."""
+    fake = FakeServerProcess(tokens, delay)
     try:
         ways = readers(fake.url)
-        spent: dict[str, list[float]] = {name: [] for name in ways}
+        spent: dict[str, list[tuple[float, int]]] = {name: [] for name in ways}
         for _ in range(runs):
             for name, make in ways.items():
-                spent[name].append(asyncio.run(cpu_a_request(make, streams)))
+                spent[name].append(asyncio.run(cpu_reading(make, streams)))
     finally:
         fake.stop()
-    print(f"{streams} requests of one token at once: CPU a request (median of {runs})")
-    for name, values in spent.items():
-        print(f"  {name:9} {statistics.median(values):6.2f} ms")
+    return {
+        name: (statistics.median(cpu for cpu, _ in values), values[0][1])
+        for name, values in spent.items()
+    }
 
 
 def main() -> None:
@@ -129,24 +121,20 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.025)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    requests(args.streams, args.runs)
-    fake = FakeServerProcess(args.tokens, args.delay)
-    try:
-        ways = readers(fake.url)
-        spent: dict[str, list[float]] = {name: [] for name in ways}
-        for _ in range(args.runs):
-            for name, make in ways.items():
-                spent[name].append(asyncio.run(cpu_an_event(make, args.streams)))
-    finally:
-        fake.stop()
-    floor = statistics.median(spent["aiohttp"])
+    requests = medians(1, 0.0, args.streams, args.runs)
+    print(f"{args.streams} requests of one token at once: CPU a request (median of {args.runs})")
+    for name, (cpu, _) in requests.items():
+        print(f"  {name:9} {cpu * 1000 / args.streams:6.2f} ms")
+    events = {
+        name: cpu * 1e6 / count
+        for name, (cpu, count) in medians(args.tokens, args.delay, args.streams, args.runs).items()
+    }
     print(
         f"{args.streams} streams at once, {args.tokens} one-token events each, "
         f"{args.delay * 1000:g} ms apart: CPU an event (median of {args.runs})"
     )
-    for name, values in spent.items():
-        median = statistics.median(values)
-        print(f"  {name:9} {median:6.1f} µs  ×{median / floor:.2f} of aiohttp's own reader")
+    for name, each in events.items():
+        print(f"  {name:9} {each:6.1f} µs  ×{each / events['aiohttp']:.2f} of aiohttp's own reader")
 
 
 if __name__ == "__main__":
