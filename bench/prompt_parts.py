@@ -27,8 +27,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from harness import cookie_for  # noqa: E402
 
-from sessions import status, todos  # noqa: E402
-from sessions.consumers import _standing  # noqa: E402
+from sessions import sign_ins, status, todos  # noqa: E402
 from sessions.generation import claims, turns  # noqa: E402
 from sessions.generation.events import EntryAdded, Live, StatusShown  # noqa: E402
 from sessions.models import ChatSession  # noqa: E402
@@ -60,7 +59,8 @@ def main() -> None:
     one = sessions[0]
 
     def checked(session: ChatSession) -> None:
-        assert _standing(cookie, user.pk, session.pk) == (True, "")  # signed in, kept, idle
+        standing = sign_ins.holds_beside(cookie, user.pk, session.pk)
+        assert standing == (True, "")  # signed in, kept, idle
 
     def claim_and_release(n: int) -> None:
         generation = uuid.uuid4().hex

@@ -114,7 +114,8 @@ class SessionConsumer(LeanConsumer):
 
     def stands(self) -> bool:
         """The frame's check (a database call): whether this socket may act now."""
-        self.standing = _standing(self.login, self.user_id, self.session.pk)
+        # The sign-in, and the session's generation channel ("" none runs, None not kept).
+        self.standing = sign_ins.holds_beside(self.login, self.user_id, self.session.pk)
         signed_in, channel = self.standing
         self.generating_on = channel or ""  # where a Cancel goes, as just read
         return signed_in and channel is not None
