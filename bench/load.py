@@ -257,9 +257,9 @@ class Cancels:
             running = streaming()
             before = fake.disconnects
 
-            def closed_at(before: int = before) -> float:
+            def closed_at(before: int = before) -> float:  # as the model's server saw it
                 closed = fake.wait_for(lambda: fake.disconnects > before, self.timeout)
-                return time.monotonic() if closed else math.inf
+                return fake.disconnected_at[-1] if closed else math.inf
 
             sent = time.monotonic()
             await b.send(json.dumps({"action": "cancel"}))
@@ -310,17 +310,11 @@ async def measure(
 ) -> Report:
     """N sessions streaming at once through `server` (a Daphne, or a list of them: the tabs are
     split between the processes; memory and CPU are their sums), and `cancels` more sessions
-    cancelled from another process than their generation's while the N stream."""
+    cancelled from another process than their generation's while the N stream. `fake` answers
+    with `bench.fake_server.paced(tokens, rate)`: in its own process (`FakeServerProcess`), or
+    in this one (a test's)."""
     from channels.db import database_sync_to_async
 
-    from tests.fake_anthropic import Reply
-
-    def responder(body: dict[str, Any]) -> Any:
-        # a reply to be cancelled streams until it is: long past the load's own
-        cancelled = "cancel me" in json.dumps(body.get("messages", [])[-1:])
-        return Reply.slow(tokens=tokens * (100 if cancelled else 1), delay=1 / rate)
-
-    fake.responder = responder
     cookie, ids = await database_sync_to_async(prepare)(sessions + cancels)
     ids, cancelled = ids[:sessions], ids[sessions:]
     servers = server if isinstance(server, list) else [server]
@@ -380,6 +374,7 @@ async def measure(
 def main() -> None:
     import harness
     import profiles
+    from fake_server import FakeServerProcess
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--sessions", default="10,50,100,200")
@@ -426,7 +421,7 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     from django.db import connection
 
-    fake = harness.fake_api()
+    fake = FakeServerProcess(args.tokens, rate=args.rate, report=True)  # the model's machine
     if args.processes > 1 and not args.layer.startswith("redis"):
         parser.error("several processes need a Redis layer: --layer redis")
     redis = RedisServer() if args.layer.startswith("redis") else None
@@ -470,6 +465,7 @@ def main() -> None:
             for error in report.errors[:3]:
                 print("    error:", error)
     finally:
+        fake.stop()
         if redis is not None:
             redis.stop()
     print(

@@ -126,6 +126,7 @@ class FakeAnthropic:
         self.holding = 0  # streams waiting at their hold point now
         self._gate: asyncio.Event | None = None
         self.disconnects = 0
+        self.disconnected_at: list[float] = []  # when each client that left early was seen to
         self.completed = 0
         self._changed = threading.Condition()
         self._loop = asyncio.new_event_loop()
@@ -148,6 +149,7 @@ class FakeAnthropic:
             self.requests.clear()
             self.counts.clear()
             self.disconnects = 0
+            self.disconnected_at.clear()
             self.completed = 0
         if self._gate is not None:  # a new test: held replies hold again
             self._loop.call_soon_threadsafe(self._gate.clear)
@@ -188,6 +190,8 @@ class FakeAnthropic:
         with self._changed:
             for name, step in changes.items():
                 setattr(self, name, getattr(self, name) + step)
+            if "disconnects" in changes:
+                self.disconnected_at.append(time.monotonic())
             self._changed.notify_all()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from bench.fake_server import paced
 from bench.load import measure, server_env
 
 from .servers import Daphne, RedisServer
@@ -19,6 +20,7 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
 async def test_ten_sessions_streaming_at_once_lose_no_token(django_db_setup: Any, fake_server):
     fake_server.reset()
+    fake_server.responder = paced(tokens=60, rate=40)
     server = Daphne("daphne-load", **server_env(fake_server.url, 10))
     try:
         report = await measure(server, fake_server, sessions=10, tokens=60, rate=40)
@@ -36,6 +38,7 @@ async def test_two_processes_behind_one_redis_split_the_tabs_lose_no_token_and_c
     django_db_setup: Any, fake_server
 ):
     fake_server.reset()
+    fake_server.responder = paced(tokens=40, rate=40)
     redis = await asyncio.to_thread(RedisServer)
     env = server_env(fake_server.url, 8 + 2, redis.url)
     servers = [Daphne(f"daphne-load-{n}", **env) for n in (1, 2)]
