@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,8 @@ def paced(tokens: int, rate: float) -> Callable[[dict[str, Any]], Reply]:
 
     def reply(body: dict[str, Any]) -> Reply:
         cancelled = LONG_IF in json.dumps(body.get("messages", [])[-1:])
-        return Reply.slow(tokens=tokens * (100 if cancelled else 1), delay=1 / rate)
+        reply = Reply.slow(tokens=tokens * (100 if cancelled else 1), delay=1 / rate)
+        return replace(reply, within_max_tokens=False)  # not cut to max_tokens: no need to count
 
     return reply
 

@@ -10,6 +10,7 @@ the first delta's latency, and the server's memory (RSS: idle, with N sockets, a
     .venv/bin/python bench/load.py --sessions 200 --spread 5   # prompts over 5 s, not at once
     .venv/bin/python bench/load.py --sessions 400 --layer redis --processes 2 --cancels 20
     .venv/bin/python bench/load.py --sessions 200 --profile-setup 1   # py-spy on the set-up
+    .venv/bin/python bench/load.py --sessions 200 --timeline 2   # where the burst's time goes
 
 `make load` runs that; CI runs tests/test_load.py (a small N, the same code).
 """
@@ -25,6 +26,7 @@ import math
 import os
 import re
 import signal
+import threading
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -62,6 +64,7 @@ class Report:
     # (ms to the model connection closed, ms to "Cancelled" in the cancelling tab, whether the
     # load's streams were still running)
     cancels: list[tuple[float, float, bool]] = field(default_factory=list)
+    timeline: list[str] = field(default_factory=list)  # Timeline's lines, when asked for
 
     @property
     def expected(self) -> str:
@@ -307,12 +310,13 @@ async def measure(
     cancels: int = 0,
     on_prompts: Any = None,
     signal_burst: int = 0,
+    timeline: float = 0.0,
 ) -> Report:
     """N sessions streaming at once through `server` (a Daphne, or a list of them: the tabs are
     split between the processes; memory and CPU are their sums), and `cancels` more sessions
     cancelled from another process than their generation's while the N stream. `fake` answers
     with `bench.fake_server.paced(tokens, rate)`: in its own process (`FakeServerProcess`), or
-    in this one (a test's)."""
+    in this one (a test's). `timeline`: seconds of `Timeline` from the prompts."""
     from channels.db import database_sync_to_async
 
     cookie, ids = await database_sync_to_async(prepare)(sessions + cancels)
@@ -325,10 +329,13 @@ async def measure(
     started = asyncio.Event()
     timeout = 60 + tokens / rate
     tabs: list[Tab] = []
+    sampled = Timeline(pids, fake, tabs, timeline)
 
     def on_ready() -> None:
         cpu.append(sum(cpu_seconds(pid) for pid in pids))
         started.set()
+        if timeline:
+            sampled.start(len(fake.requests))
         if on_prompts is not None:
             on_prompts()
         if signal_burst:  # bench/cprofiled.py: profile from here
@@ -368,7 +375,52 @@ async def measure(
     used = sum(cpu_seconds(pid) for pid in pids) - cpu[0] if cpu else 0.0
     setup = asked_cpu[0] - cpu[0] if cpu and asked_cpu and not spread else 0.0
     after = sum(rss_kb(pid) for pid in pids)
-    return Report(sessions, tokens, rate, tabs, idle, connected, after, used, setup, timed)
+    report = Report(sessions, tokens, rate, tabs, idle, connected, after, used, setup, timed)
+    report.timeline = sampled.lines()
+    return report
+
+
+class Timeline:
+    """Every 50 ms for `seconds` from the prompts: the CPU the server processes, the fake
+    model's process (when it has one) and this one (the tabs' clients) have spent since, the
+    requests the model has had and the tabs that have their first delta. It shows which
+    process a burst waits on, and when its requests leave."""
+
+    def __init__(self, pids: list[int], fake: Any, tabs: list[Tab], seconds: float) -> None:
+        self.fake, self.tabs, self.seconds = fake, tabs, seconds
+        model = getattr(fake, "process", None)
+        self.processes = [pids, [model.pid] if model else [], [os.getpid()]]
+        self.rows: list[tuple[float, ...]] = []
+        self.thread: threading.Thread | None = None
+
+    def start(self, asked_before: int) -> None:
+        self.thread = threading.Thread(target=self._sample, args=(asked_before,), daemon=True)
+        self.thread.start()
+
+    def _spent(self) -> list[float]:
+        return [sum(cpu_seconds(pid) for pid in pids) for pids in self.processes]
+
+    def _sample(self, asked_before: int) -> None:
+        began, spent = time.monotonic(), self._spent()
+        while (now := time.monotonic()) - began < self.seconds:
+            time.sleep(0.05)
+            now_spent = self._spent()
+            cpu = [
+                (later - earlier) * 1000 for later, earlier in zip(now_spent, spent, strict=True)
+            ]
+            asked = len(self.fake.requests) - asked_before
+            first = sum(bool(tab.deltas) for tab in self.tabs)
+            self.rows.append(((now - began) * 1000, *cpu, asked, first))
+
+    def lines(self) -> list[str]:
+        if self.thread is None:
+            return []
+        self.thread.join()
+        head = "       ms  CPU ms: servers  model  tabs   asked  first delta"
+        return [head] + [
+            f"    {at:5.0f}  {servers:15.0f} {model:6.0f} {tabs:5.0f}  {asked:6.0f}  {first:11.0f}"
+            for at, servers, model, tabs, asked, first in self.rows
+        ]
 
 
 def main() -> None:
@@ -402,6 +454,11 @@ def main() -> None:
         "--cprofile", default="", metavar="FILE",
         help="cProfile on daphne from the moment the prompts go until every prompt reached the "
         "model: FILE (the event loop's thread) and FILE.db (the one database thread)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--timeline", type=float, default=0.0, metavar="SECONDS",
+        help="every 50 ms for this many seconds from the prompts: each process's CPU, the "
+        "requests the model has had, the tabs with a first delta",
     )  # fmt: skip
     parser.add_argument(
         "--cancels", type=int, default=0,
@@ -454,6 +511,7 @@ def main() -> None:
                             servers, fake, n, args.tokens, args.rate, args.spread, args.cancels,
                             on_prompts=setup.start if setup else None,
                             signal_burst=first if args.cprofile else 0,
+                            timeline=args.timeline,
                         )
                     )  # fmt: skip
             finally:
@@ -461,6 +519,8 @@ def main() -> None:
                     server.stop()
             if setup is not None:
                 setup.report()
+            for line in report.timeline:
+                print(line)
             print(" ", report.line())
             for error in report.errors[:3]:
                 print("    error:", error)

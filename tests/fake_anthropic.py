@@ -13,7 +13,7 @@ import threading
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -334,7 +334,9 @@ def _wire(event: str, data: dict[str, Any], reply: Reply) -> list[bytes]:
     return [text[at : at + 7] for at in range(0, len(text), 7)]
 
 
-def _events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:
+def _events(reply: Reply) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The reply's events, each made as it is sent: a paced stream holds none ahead (with
+    hundreds streaming at once, events made in advance kept the collector busy)."""
     start = {
         "type": "message_start",
         "message": {
@@ -347,73 +349,48 @@ def _events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:
             },
         },
     }  # fmt: skip
-    events: list[tuple[str, dict[str, Any]]] = [("message_start", start)]
+    yield "message_start", start
     chunks = [] if reply.mode == "empty" else reply.chunks
     text_index = 1 if reply.thinking else 0
     if reply.thinking:
-        events += _thinking_events(reply)
+        yield from _thinking_events(reply)
     if chunks:
-        events.append(
-            (
-                "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": text_index,
-                    "content_block": {"type": "text", "text": ""},
-                },
-            )
-        )
+        block = {"type": "text", "text": ""}
+        yield "content_block_start", {
+            "type": "content_block_start", "index": text_index, "content_block": block
+        }  # fmt: skip
     for i, text in enumerate(chunks):
         if i == reply.hold_after:
-            events.append(("__hold__", {}))
+            yield "__hold__", {}
         if reply.mode in ("error_event", "drop", "garbage") and i == max(1, len(chunks) // 2):
             if reply.mode == "garbage":
-                events.append(("__garbage__", {}))
+                yield "__garbage__", {}
             elif reply.mode == "drop":
-                events.append(("__drop__", {}))
+                yield "__drop__", {}
             else:
-                events.append(
-                    (
-                        "error",
-                        {
-                            "type": "error",
-                            "error": {"type": reply.error_type, "message": "fake mid-stream error"},
-                        },
-                    )
-                )
-            return events
-        events.append(
-            (
-                "content_block_delta",
-                {
-                    "type": "content_block_delta",
-                    "index": text_index,
-                    "delta": {"type": "text_delta", "text": text},
-                },
-            )
-        )
+                error = {"type": reply.error_type, "message": "fake mid-stream error"}
+                yield "error", {"type": "error", "error": error}
+            return
+        delta = {"type": "text_delta", "text": text}
+        yield "content_block_delta", {
+            "type": "content_block_delta", "index": text_index, "delta": delta
+        }  # fmt: skip
     if chunks:
-        events.append(("content_block_stop", {"type": "content_block_stop", "index": text_index}))
+        yield "content_block_stop", {"type": "content_block_stop", "index": text_index}
     index = text_index + (1 if chunks else 0)
     for number, (name, raw) in enumerate(reply.tool_uses):
-        events += _tool_use_events(index + number, f"toolu_fake_{index + number}", name, raw)
-    events.append(
-        (
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {
-                    "stop_reason": reply.stop_reason
-                    or ("tool_use" if reply.tool_uses else "end_turn"),
-                    "stop_sequence": None,
-                },
-                "usage": {"output_tokens": reply.output_tokens},
-            },
-        )
+        yield from _tool_use_events(index + number, f"toolu_fake_{index + number}", name, raw)
+    stop_reason = reply.stop_reason or ("tool_use" if reply.tool_uses else "end_turn")
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+            "usage": {"output_tokens": reply.output_tokens},
+        },
     )
     if reply.mode != "no_stop":
-        events.append(("message_stop", {"type": "message_stop"}))
-    return events
+        yield "message_stop", {"type": "message_stop"}
 
 
 def _tool_use_events(index: int, call_id: str, name: str, raw: str) -> list[tuple[str, Any]]:
