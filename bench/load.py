@@ -478,10 +478,10 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     from django.db import connection
 
-    fake = FakeServerProcess(args.tokens, rate=args.rate, report=True)  # the model's machine
     if args.processes > 1 and not args.layer.startswith("redis"):
         parser.error("several processes need a Redis layer: --layer redis")
     redis = RedisServer() if args.layer.startswith("redis") else None
+    fake = FakeServerProcess(args.tokens, rate=args.rate, report=True)  # the model's machine
     arrivals = f"over {args.spread:g} s" if args.spread else "all at once"
     print(
         f"{args.tokens} tokens at {args.rate:g}/s per session, prompts sent {arrivals}, "

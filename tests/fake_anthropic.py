@@ -126,7 +126,7 @@ class FakeAnthropic:
         self.holding = 0  # streams waiting at their hold point now
         self._gate: asyncio.Event | None = None
         self.disconnects = 0
-        self.disconnected_at: list[float] = []  # when each client that left early was seen to
+        self.disconnected_at: list[float] = []  # when each client that left early did
         self.completed = 0
         self._changed = threading.Condition()
         self._loop = asyncio.new_event_loop()
