@@ -133,6 +133,15 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Django's, its health check skipped for a connection used a moment ago (agentweb/postgresql).
     DATABASES["default"]["ENGINE"] = "agentweb.postgresql"
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            # The prompt path sends the same statements again and again (sessions/statements):
+            # bound on the server and prepared after a few runs, PostgreSQL plans each once a
+            # connection. 0 for no prepared statements (a pooler in transaction mode).
+            "server_side_binding": True,
+            "prepare_threshold": env_int("AGENTWEB_PG_PREPARE_THRESHOLD", 5) or None,
+        }
+    )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {
         # WAL lets readers go on while a generation writes; IMMEDIATE avoids
