@@ -54,6 +54,20 @@ class Compiled:
         if missing:  # the ORM changed the value (a pattern, a cast): it cannot be swapped
             raise ValueError(f"these parameters are not in the statement's SQL: {missing}")
         self.kinds = names
+        self._converters: dict[int, Any] | None = None  # the compiler's, made at the first rows
+
+    def convert(self, fetched: list[Any]) -> list[Any]:
+        """Fetched rows as the queryset would give them (`results_iter`), with the converters
+        found once: the compiler would look each column's up again at every call."""
+        compiler = self.compiler
+        if self._converters is None:
+            fields = [column[0] for column in compiler.select[: compiler.col_count]]
+            if compiler.has_composite_fields(fields):  # never in the prompt path's statements
+                return list(compiler.results_iter([fetched]))
+            self._converters = compiler.get_converters(fields)
+        if not self._converters:
+            return fetched
+        return list(compiler.apply_converters(fetched, self._converters))
 
     def params(self, values: dict[str, Any]) -> list[Any]:
         connection = self.compiler.connection
@@ -95,7 +109,7 @@ class Statement(Generic[M]):
         compiled, cursor = self._run(values)
         with cursor:
             fetched = cursor.fetchall()
-        return [tuple(row) for row in compiled.compiler.results_iter([fetched])]
+        return [tuple(row) for row in compiled.convert(fetched)]
 
     def first(self, **values: Any) -> tuple[Any, ...] | None:
         found = self.rows(**values)
@@ -113,7 +127,7 @@ class Statement(Generic[M]):
         names = [column[0].target.attname for column in compiler.select[start:end]]
         db = compiler.using
         made = []
-        for row in compiler.results_iter([fetched]):
+        for row in compiled.convert(fetched):
             instance = info["model"].from_db(db, names, row[start:end])
             for name, position in compiler.annotation_col_map.items():
                 setattr(instance, name, row[position])
