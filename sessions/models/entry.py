@@ -80,6 +80,13 @@ class Entry(models.Model):
         return texts(self.data.get("fitted")) or texts(part(self.data, "handoff").get("fitted"))
 
     @property
+    def purpose(self) -> Any:
+        """What a prompt or reply was for ("handoff", "review", …), as stored; None for the
+        conversation's own. The templates read this, not `data.purpose`: a key the dict lacks
+        cost the template engine an exception and a `dir()` of the dict at every entry shown."""
+        return part(self.data).get("purpose")
+
+    @property
     def is_handoff(self) -> bool:
         return self.kind == self.Kind.CUSTOM_MESSAGE and self.custom_type == "handoff"
 
