@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from sessions import context, store
 from sessions.models import Entry
@@ -28,6 +29,16 @@ def test_the_branch_follows_the_leaf_not_insertion_order(owner):
     session.save(update_fields=["leaf"])
     session.append_message("user", [{"type": "text", "text": "taken"}])
     assert [e.text for e in store.get_branch(session)] == ["question 0", "answer 0", "taken"]
+
+
+def test_appending_inside_a_transaction_sends_no_savepoint(owner):
+    """The prompt path appends inside its own transaction: a savepoint there is two statements
+    for nothing."""
+    session = make_session(owner, exchanges=1)
+    with transaction.atomic(), CaptureQueriesContext(connection) as sent:
+        session.append_message("user", [{"type": "text", "text": "one more"}])
+    assert [query["sql"] for query in sent if "SAVEPOINT" in query["sql"].upper()] == []
+    assert store.get_branch(session)[-1].text == "one more"
 
 
 def test_an_empty_session_has_an_empty_branch_and_context(owner):

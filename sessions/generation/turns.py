@@ -156,7 +156,7 @@ def next_prompt_or_release(session_id: int, generation_id: str) -> str | None:
     A prompt queued by another tab either is seen here or finds the claim
     released and starts its own generation: it can never be stranded.
     """
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # the caller's transaction, if any, is as good
         held = HELD.rows(session_id=session_id, generation_id=generation_id)
         if not held:
             return None

@@ -68,7 +68,9 @@ def appended(entry: Entry, *, reported: int, added: int) -> bool:
     connection = connections[DEFAULT_DB_ALIAS]
     if connection.vendor == "postgresql":
         return _in_one_statement(connection, entry, reported=reported, added=added)
-    with transaction.atomic():
+    # All or nothing either way: inside a caller's transaction (the prompt path's), a savepoint
+    # would be two statements more for nothing, since no caller goes on after a failure here.
+    with transaction.atomic(savepoint=False):
         found = LEAF.first(session_id=entry.session_id)
         if found is None:
             return False
