@@ -158,3 +158,25 @@ def test_the_load_bench_draws_the_timeline_of_a_burst_with_the_model_in_its_own_
     rows = [line.split() for line in out.splitlines() if re.fullmatch(r"(\s+\d+){6}", line)]
     assert len(rows) >= 15  # a row every 50 ms for a second
     assert rows[-1][4:] == ["3", "3"]  # every prompt asked, every tab with its first delta
+
+
+def test_the_pairs_runner_alternates_a_bench_between_a_commit_and_the_working_tree():
+    out = bench(
+        "bench/pairs.py",
+        "--base",
+        "HEAD",
+        "--runs",
+        "1",
+        "--",
+        "bench/prompt_parts.py",
+        "--runs",
+        "3",
+    )
+    head = subprocess.run(
+        ["git", "rev-parse", "--short=8", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    runs = re.findall(r"^--- (\S+), run 1 of 1$", out, re.M)
+    assert runs == [head, "working"]
+    assert f"--- medians of 1 runs each, {head} against working:" in out
+    assert re.search(rf"^\s+{head}\s+\d+(\.\d+)? in all$", out, re.M)
+    assert re.search(r"^\s+working\s+\d+(\.\d+)? in all$", out, re.M)
