@@ -81,7 +81,7 @@ class Entry(models.Model):
 
     @property
     def purpose(self) -> Any:
-        """What a prompt or reply was for ("handoff", "review", …), as stored; None for the
+        """What a prompt or reply was for ("handoff", "handoff_notes"), as stored; None for the
         conversation's own. The templates read this, not `data.purpose`: a key the dict lacks
         cost the template engine an exception and a `dir()` of the dict at every entry shown."""
         return part(self.data).get("purpose")
