@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install dev run test lint bench fuzz load
+.PHONY: install dev run test lint bench bench-postgres fuzz load
 
 # `make run` installs what serving needs; `make test` (and the benches) add the development
 # tools: pytest, Playwright, ruff, mypy, hypothesis.
@@ -59,6 +59,14 @@ bench: dev  # every figure of docs/PERFORMANCE.md, each beside its target (about
 	$(BIN)/python bench/load.py --sessions 100,400 --tokens 200 --rate 40 --layer redis --processes 2 --cancels 20
 	$(BIN)/python bench/socket_memory.py --sockets 200 --layer memory
 	$(BIN)/python bench/socket_memory.py --sockets 200 --layer redis
+
+bench-postgres: dev  # the prompt's costs and the loads on PostgreSQL, the README's set-up (BENCH_POSTGRES=postgres://user@host:port/postgres: each bench makes a database of its own there and drops it)
+	@test -n "$(BENCH_POSTGRES)" || { echo "make bench-postgres needs BENCH_POSTGRES=postgres://user@host:port/postgres"; exit 2; }
+	$(BIN)/python bench/prompt_queries.py --runs 5
+	$(BIN)/python bench/prompt_parts.py --runs 300
+	$(BIN)/python bench/db_calls.py --runs 5
+	$(BIN)/python bench/load.py --sessions 50,200 --tokens 200 --rate 40 --layer redis
+	$(BIN)/python bench/load.py --sessions 100,400 --tokens 200 --rate 40 --layer redis --processes 2 --cancels 20
 
 fuzz: dev  # the fuzz tests with 5,000 examples each (CI runs 150)
 	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest tests/test_fuzz.py -q

@@ -27,14 +27,40 @@ MODEL = "claude-bench"
 
 def setup() -> None:
     """Point DATABASE_URL at a temporary SQLite file (or at BENCH_DATABASE_URL, a database the
-    bench may fill, e.g. a PostgreSQL one) and set Django up."""
+    bench may fill, e.g. a PostgreSQL one; or at a database of its own on the PostgreSQL server
+    BENCH_POSTGRES names, made for this run and dropped at its end) and set Django up."""
     sys.path.insert(0, str(ROOT))
+    if server := os.environ.get("BENCH_POSTGRES"):
+        os.environ["BENCH_DATABASE_URL"] = throwaway_postgres(server)
     throwaway = f"sqlite:///{Path(tempfile.mkdtemp()) / 'bench.sqlite3'}"
     os.environ["DATABASE_URL"] = os.environ.get("BENCH_DATABASE_URL") or throwaway
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentweb.settings")
     import django
 
     django.setup()
+
+
+def throwaway_postgres(server: str) -> str:
+    """The URL of a new, empty database on `server` (postgres://user@host:port/postgres: a
+    server the benches may add databases to), dropped when this process ends, as a SQLite
+    bench's file is thrown away: each run starts from nothing, whatever ran before."""
+    import atexit
+    import secrets
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+    from psycopg import sql
+
+    name = f"bench_{os.getpid()}_{secrets.token_hex(3)}"
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+
+    def drop() -> None:
+        with psycopg.connect(server, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+    atexit.register(drop)
+    return urlunsplit(urlsplit(server)._replace(path=f"/{name}"))
 
 
 def chained(session: ChatSession, rows: list[Entry]) -> ChatSession:

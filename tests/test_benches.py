@@ -20,15 +20,15 @@ from .browser.conftest import _browser_missing
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def bench(*args: str) -> str:
-    """Run a benchmark script in a process of its own; its output."""
+def bench(*args: str, **env: str) -> str:
+    """Run a benchmark script in a process of its own (`env`: variables more); its output."""
     done = subprocess.run(
         [sys.executable, *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=240,
-        env={**os.environ, "DJANGO_SETTINGS_MODULE": "agentweb.settings"},
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "agentweb.settings", **env},
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
@@ -180,3 +180,21 @@ def test_the_pairs_runner_alternates_a_bench_between_a_commit_and_the_working_tr
     assert f"--- medians of 1 runs each, {head} against working:" in out
     assert re.search(rf"^\s+{head}\s+\d+(\.\d+)? in all$", out, re.M)
     assert re.search(r"^\s+working\s+\d+(\.\d+)? in all$", out, re.M)
+
+
+def test_on_a_postgresql_server_each_bench_makes_a_database_of_its_own_and_drops_it():
+    url = os.environ.get("DATABASE_URL", "")
+    if not url.startswith(("postgres://", "postgresql://")):
+        pytest.skip("the tests run on SQLite: no PostgreSQL server to make a database on")
+    server = url.rsplit("/", 1)[0] + "/postgres"
+    out = bench("bench/prompt_parts.py", "--runs", "3", BENCH_POSTGRES=server)
+    assert out.startswith("postgresql: a prompt's set-up, part by part")
+    assert databases_named_bench(server) == []
+
+
+def databases_named_bench(server: str) -> list[str]:
+    import psycopg
+
+    with psycopg.connect(server) as admin:
+        found = admin.execute("SELECT datname FROM pg_database WHERE datname LIKE 'bench_%'")
+        return [row[0] for row in found.fetchall()]
