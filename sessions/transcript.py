@@ -45,7 +45,7 @@ def join(previous: Entry | None, entry: Entry) -> Entry:
 
 
 def _purpose(entry: Entry | None) -> object:
-    return part(entry.data).get("purpose") if entry is not None else None
+    return entry.purpose if entry is not None else None
 
 
 def fold(entries: Sequence[Entry]) -> list[Entry]:

@@ -256,9 +256,9 @@ def _not_branchable(entry: Entry | None, *, editing: bool) -> str:
     """Why this entry cannot be edited (or regenerated): empty when it can."""
     if editing:
         mine = entry is not None and entry.kind == Entry.Kind.MESSAGE and entry.role == "user"
-        return "" if mine and entry and not entry.data.get("purpose") else NOT_EDITABLE
+        return "" if mine and entry and not entry.purpose else NOT_EDITABLE
     reply = entry is not None and entry.kind == Entry.Kind.MESSAGE and entry.role == "assistant"
-    if not reply or not entry or entry.data.get("purpose") or entry.parent_id is None:
+    if not reply or not entry or entry.purpose or entry.parent_id is None:
         return NOT_REGENERABLE
     asked = Entry.objects.filter(pk=entry.parent_id, kind=Entry.Kind.MESSAGE).values_list(
         "role", flat=True
