@@ -18,6 +18,15 @@ import pytest
 from .browser.conftest import _browser_missing
 
 ROOT = Path(__file__).resolve().parents[1]
+_URL = os.environ.get("DATABASE_URL", "")
+# The PostgreSQL pass's server, where a bench that `make bench-postgres` runs makes a database of
+# its own (BENCH_POSTGRES); empty on the SQLite pass.
+POSTGRES = _URL.rsplit("/", 1)[0] + "/postgres" if _URL.startswith(("postgres://", "postgresql://")) else ""  # fmt: skip
+# The other benches make a SQLite file of their own whatever DATABASE_URL says: the PostgreSQL
+# pass would run them again exactly as the SQLite pass did.
+sqlite_pass_only = pytest.mark.skipif(
+    bool(POSTGRES), reason="the bench runs on a SQLite file of its own: the SQLite pass ran it"
+)
 
 
 def bench(*args: str, **env: str) -> str:
@@ -41,12 +50,14 @@ def needs_chromium() -> None:
         pytest.skip(reason)
 
 
+@sqlite_pass_only
 def test_the_relay_bench_compares_the_websocket_path_with_the_raw_sdk():
     out = bench("bench/stream_overhead.py", "--tokens", "50", "--runs", "1")
     assert "50 deltas, 1 runs each, medians:" in out
     assert "of raw SDK" in out and "time to the first token" in out
 
 
+@sqlite_pass_only
 def test_the_read_bench_costs_an_event_three_ways_against_aiohttps_own_reader():
     out = bench(
         "bench/read_paths.py", "--streams", "3", "--tokens", "20", "--delay", "0", "--runs", "1"
@@ -58,6 +69,7 @@ def test_the_read_bench_costs_an_event_three_ways_against_aiohttps_own_reader():
         assert re.search(rf"{way} +[\d.]+ µs  ×[\d.]+ of aiohttp's own reader", out), out
 
 
+@sqlite_pass_only
 def test_the_browser_relay_bench_shows_every_token_in_chromium():
     needs_chromium()
     # 3,000 deltas are past the 8,192-token output limit a request asks for: the bench's
@@ -68,17 +80,20 @@ def test_the_browser_relay_bench_shows_every_token_in_chromium():
     assert "main thread a frame" in out and "a second" in out
 
 
+@sqlite_pass_only
 def test_the_cancel_bench_times_both_cancels_in_and_across_processes():
     out = bench("bench/cancel_latency.py", "--runs", "1")
     assert "1 runs each" in out
     assert out.count("median") >= 5
 
 
+@sqlite_pass_only
 def test_the_sizes_bench_reports_pages_switch_and_queries():
     out = bench("bench/sizes.py", "--sizes", "10", "--runs", "1")
     assert "10 entries: page" in out and "queries" in out and "switch" in out
 
 
+@sqlite_pass_only
 def test_the_page_bench_loads_both_pages_in_chromium():
     needs_chromium()
     out = bench("bench/page_browser.py", "--sizes", "10", "--runs", "1")
@@ -86,56 +101,76 @@ def test_the_page_bench_loads_both_pages_in_chromium():
     assert "10 entries  side by side: load" in out
 
 
+@sqlite_pass_only
 def test_the_coverage_bench_times_the_report():
     out = bench("bench/coverage.py", "--entries", "200", "--runs", "1")
     assert "200 entries" in out and "of scan" in out
 
 
+@sqlite_pass_only
 def test_the_long_session_bench_prints_each_figure_beside_its_target():
     out = bench("bench/long_session.py", "--runs", "1")
     assert out.count("target ≤") == 5
 
 
+@sqlite_pass_only
 def test_the_fork_bench_times_another_users_renames_during_a_fork():
     out = bench("bench/fork_stall.py", "--entries", "1500")
     assert "fork of 1,500 entries:" in out and "renames by another user meanwhile" in out
 
 
+@sqlite_pass_only
 def test_the_tree_bench_times_the_page_of_a_long_session():
     out = bench("bench/tree_page.py", "--entries", "600", "--runs", "1")
     assert out.startswith("tree page of 600 entries: median")
 
 
+@sqlite_pass_only
 def test_the_recall_bench_times_a_look_up_over_a_chain():
     out = bench("bench/recall.py", "--sessions", "2", "--entries", "50", "--runs", "1")
     assert "recall over 2 sessions of 50 entries: median" in out
 
 
+@sqlite_pass_only
 def test_the_socket_memory_bench_says_where_a_sockets_memory_goes():
     out = bench("bench/socket_memory.py", "--sockets", "3", "--top", "2")
     assert out.startswith("in-memory channel layer, one process:\n  3 idle sockets: RSS +")
     assert "the heap's growth by file, largest first:" in out
 
 
+def pass_database() -> dict[str, str]:
+    """A bench of `make bench-postgres` runs on the pass's database: on the PostgreSQL pass, a
+    database of its own on that server, which it must drop at its end."""
+    return {"BENCH_POSTGRES": POSTGRES} if POSTGRES else {}
+
+
+def vendor() -> str:
+    return "postgresql" if POSTGRES else "sqlite"
+
+
 def test_the_prompt_parts_bench_times_each_part_of_a_prompts_set_up():
-    out = bench("bench/prompt_parts.py", "--runs", "3")
+    out = bench("bench/prompt_parts.py", "--runs", "3", **pass_database())
+    assert out.startswith(f"{vendor()}: a prompt's set-up, part by part")
     assert re.search(r"^\s+\d+  the claim taken and released$", out, re.M)
     assert re.search(r"^\s+\d+  render: the status line$", out, re.M)
     assert re.search(r"^\s+\d+  in all$", out, re.M)
 
 
 def test_the_database_calls_bench_times_a_short_call_and_its_statements():
-    out = bench("bench/db_calls.py", "--runs", "1")
+    out = bench("bench/db_calls.py", "--runs", "1", **pass_database())
+    assert out.startswith(f"{vendor()}: CPU a call, 200 at once")
     assert re.search(r"^\s+\d+\.\d{3} ms  a short call, no statement \(the hop alone\)$", out, re.M)
     assert re.search(r"^\s+\d+\.\d{3} ms  a short call, three statements$", out, re.M)
 
 
 def test_the_prompt_queries_bench_counts_a_prompts_statements_and_says_who_sent_them():
-    out = bench("bench/prompt_queries.py", "--runs", "1", "--list")
+    out = bench("bench/prompt_queries.py", "--runs", "1", "--list", **pass_database())
+    assert out.startswith(f"{vendor()}: database statements of one prompt")
     assert re.search(r"a later prompt: \d+ statements .*from the frame to the first delta", out)
     assert "sessions/generation/claims.py:" in out and "× UPDATE" in out
 
 
+@sqlite_pass_only
 def test_the_load_bench_profiles_a_burst_of_prompts_with_cprofile(tmp_path):
     """`bench/load.py --cprofile`: daphne under cProfile for the burst, the event loop's thread
     and the one database thread each in a pstats file that names agentweb's own code."""
@@ -149,6 +184,7 @@ def test_the_load_bench_profiles_a_burst_of_prompts_with_cprofile(tmp_path):
     assert Path(f"{out_file}.db").exists()
 
 
+@sqlite_pass_only
 def test_the_load_bench_draws_the_timeline_of_a_burst_with_the_model_in_its_own_process():
     """`bench/load.py --timeline`: every 50 ms, each process's CPU, the requests the model
     (its own process) has had, and the tabs with a first delta; the model has every prompt."""
@@ -160,6 +196,7 @@ def test_the_load_bench_draws_the_timeline_of_a_burst_with_the_model_in_its_own_
     assert rows[-1][4:] == ["3", "3"]  # every prompt asked, every tab with its first delta
 
 
+@sqlite_pass_only
 def test_the_pairs_runner_alternates_a_bench_between_a_commit_and_the_working_tree():
     out = bench(
         "bench/pairs.py",
@@ -182,14 +219,11 @@ def test_the_pairs_runner_alternates_a_bench_between_a_commit_and_the_working_tr
     assert re.search(r"^\s+working\s+\d+(\.\d+)? in all$", out, re.M)
 
 
-def test_on_a_postgresql_server_each_bench_makes_a_database_of_its_own_and_drops_it():
-    url = os.environ.get("DATABASE_URL", "")
-    if not url.startswith(("postgres://", "postgresql://")):
+def test_on_a_postgresql_server_a_bench_leaves_no_database_of_its_own_behind():
+    if not POSTGRES:
         pytest.skip("the tests run on SQLite: no PostgreSQL server to make a database on")
-    server = url.rsplit("/", 1)[0] + "/postgres"
-    out = bench("bench/prompt_parts.py", "--runs", "3", BENCH_POSTGRES=server)
-    assert out.startswith("postgresql: a prompt's set-up, part by part")
-    assert databases_named_bench(server) == []
+    bench("bench/db_calls.py", "--runs", "1", BENCH_POSTGRES=POSTGRES)
+    assert databases_named_bench(POSTGRES) == []
 
 
 def databases_named_bench(server: str) -> list[str]:

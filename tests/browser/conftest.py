@@ -84,8 +84,10 @@ def server_url(django_db_setup: Any, browser_available: None) -> Iterator[str]:
     yield from offline_server("daphne-browser", os.environ.get("AGENTWEB_TEST_TOKEN_DELAY", "0.04"))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser(browser_available: None) -> Iterator[Any]:
+    """One Chromium for every browser test (each has a context of its own): the browser tests
+    run last (tests/conftest.py), so Playwright's loop meets no async test."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

@@ -5,6 +5,8 @@ review box."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -16,8 +18,16 @@ from sessions.models import ChatSession, Preferences
 from ..conftest import make_session
 from ..test_xss import gallery, imported
 from ..xss import PAYLOADS
+from .conftest import offline_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(scope="module")
+def server_url(django_db_setup: Any, browser_available: None) -> Iterator[str]:
+    """The offline model at a quick pace: the replies and the document that quote the payloads
+    stream token by token in seconds, not half a minute."""
+    yield from offline_server("daphne-xss", token_delay="0.001")
 
 
 @pytest.fixture
