@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
+from opentelemetry import trace
 
 from sessions.agent.provider import provider_for
 from sessions.offline import OfflineModel, respond
@@ -275,3 +279,54 @@ async def test_the_offline_model_reads_a_long_history_off_the_event_loop(setting
     # goes on ticking (a busy CI has paused it 0.25 s once, while the thread held the GIL).
     assert max(gaps) < max(0.4, took / 2), (max(gaps), took)
     assert len(gaps) > 10
+
+
+class SpansStarted(trace.TracerProvider):
+    """The process's tracer provider in a test: the name of each span started."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def get_tracer(self, *args: Any, **kwargs: Any) -> trace.Tracer:
+        return _Tracer(self.names)
+
+
+class _Tracer(trace.Tracer):
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+
+    def start_span(self, name: str, *args: Any, **kwargs: Any) -> trace.Span:
+        self.names.append(name)
+        return trace.INVALID_SPAN
+
+    @contextmanager
+    def start_as_current_span(self, name: str, *args: Any, **kwargs: Any) -> Iterator[trace.Span]:
+        yield self.start_span(name)
+
+
+@pytest.fixture
+def spans(monkeypatch) -> list[str]:
+    started = SpansStarted()
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", started)
+    return started.names
+
+
+@pytest.mark.asyncio
+async def test_a_request_starts_no_trace_span_unless_the_sdks_variable_asks(
+    fake_anthropic, spans, monkeypatch
+):
+    monkeypatch.delenv("ANTHROPIC_OPEN_TELEMETRY", raising=False)
+    fake_anthropic.enqueue(Reply.text("Hello there world"))
+    await collect(anthropic_provider(fake_anthropic))
+    assert spans == []
+
+
+@pytest.mark.asyncio
+async def test_with_anthropic_open_telemetry_set_each_request_is_a_span(
+    fake_anthropic, spans, monkeypatch
+):
+    monkeypatch.setenv("ANTHROPIC_OPEN_TELEMETRY", "true")
+    fake_anthropic.enqueue(Reply.text("Hello there world"))
+    events = await collect(anthropic_provider(fake_anthropic))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Hello there world"
+    assert spans == ["anthropic.messages.create"]

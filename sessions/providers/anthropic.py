@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import weakref
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
@@ -258,9 +259,18 @@ def _built(options: dict[str, Any]) -> anthropic.AsyncAnthropic:
     return anthropic.AsyncAnthropic(**options, http_client=anthropic.DefaultAioHttpClient())
 
 
+def traced() -> dict[str, Any]:
+    """The SDK's OpenTelemetry span of each request, off unless ANTHROPIC_OPEN_TELEMETRY is set
+    (then the SDK does as it says): agentweb sets up no tracer to record them, and the SDK
+    builds each span's attributes whether or not one does, about a fifth of a request's CPU
+    (bench/read_paths.py)."""
+    return {} if "ANTHROPIC_OPEN_TELEMETRY" in os.environ else {"open_telemetry": False}
+
+
 def shared_client(**options: Any) -> anthropic.AsyncAnthropic:
     loop = asyncio.get_running_loop()
     clients = _clients.setdefault(loop, {})
+    options = {**options, **traced()}
     key = _key(options)
     if key not in clients:
         ahead = _unbound.pop(key, None)
@@ -271,6 +281,7 @@ def shared_client(**options: Any) -> anthropic.AsyncAnthropic:
 def build_client_ahead(**options: Any) -> anthropic.AsyncAnthropic:
     """Build the client for these options now, outside any event loop (its SSL context and
     the transport's imports cost about 40 ms): the first loop that asks for it takes it."""
+    options = {**options, **traced()}
     key = _key(options)
     if key not in _unbound:
         _unbound[key] = _built(options)
