@@ -247,10 +247,19 @@ class SessionConsumer(LeanConsumer):
                 await self.resync()
             return
         self.gen, self.seq = event["gen"], event["seq"]
-        if event["entry"] and event["entry"] <= self.after:
-            return
-        self.after = max(self.after, event["entry"])
-        await self.send(text_data=event["html"])
+        # What was published ahead of the event comes first, in the same frame; an entry this
+        # tab shows already (a snapshot or the page had it) is left out.
+        parts = [*event.get("ahead", ()), (event["entry"], event["html"])]
+        shown = [html for entry, html in parts if self.shows_new(entry)]
+        if shown:
+            await self.send(text_data="".join(shown))
+
+    def shows_new(self, entry: int) -> bool:
+        """Whether a part of an event is new to this tab: not an entry it shows already."""
+        if entry and entry <= self.after:
+            return False
+        self.after = max(self.after, entry)
+        return True
 
     async def generation_snapshot(self, event: dict[str, Any]) -> None:
         if event["session"] != self.session.pk or (

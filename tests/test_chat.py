@@ -45,6 +45,25 @@ async def test_a_prompt_streams_deltas_and_persists_the_reply(owner, fake_anthro
     assert sent == [{"role": "user", "content": [{"type": "text", "text": "Hi there"}]}]
 
 
+async def test_a_prompts_opening_reaches_the_tab_in_one_frame_before_the_reply(
+    owner, fake_anthropic, open_tab
+):
+    """The status line, the prompt's entry and the reply's card: one message to every tab."""
+    fake_anthropic.enqueue(Reply.held([], ["Hello back"]))  # held before its first token
+    session = await db_async(make_session)(owner)
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Hi there")
+    await tab.until("<p>Hi there</p>")
+    opening = tab.received[-1]
+    assert 'id="status"' in opening and "status-generating" in opening
+    assert opening.index('id="status"') < opening.index("<p>Hi there</p>")
+    assert opening.index("<p>Hi there</p>") < opening.index('<div id="live" class="live"')
+    assert await asyncio.to_thread(fake_anthropic.wait_for_hold, 5)
+    fake_anthropic.release()
+    await tab.until("Hello back")
+    await tab.until_idle()
+
+
 async def test_cancel_stops_the_reply_and_keeps_the_partial_text_as_aborted(
     owner, fake_anthropic, open_tab
 ):

@@ -212,7 +212,8 @@ class Job:
         if event.type == "agent_start":
             shown, self.status_ahead = self.status_ahead, None
             notice, self.notice_ahead = self.notice_ahead, None
-            await relay.show_status(shown, notice=notice)
+            # The turn's opening (the status, the prompt's entry) goes with the reply's card.
+            await relay.show_status(shown, notice=notice, ahead=True)
         elif event.type == "message_start" and event.role == Entry.Role.ASSISTANT:
             await relay.start_reply(Live("", event.purpose, event.stage))
         elif event.type == "message_end" and event.entry is None:  # a call that left nothing
@@ -228,5 +229,7 @@ class Job:
             elif event.role == Entry.Role.USER:
                 self.reply_part = None
             added = EntryAdded(self.agent.session, event.entry, streamed)
-            # The status follows with the next turn or the job's end, a moment later.
-            await relay.publish(added, entry_id=event.entry.pk)
+            if relay.ahead and not streamed:  # the prompt (or a note before the turn)
+                relay.publish_ahead(added, entry_id=event.entry.pk)
+            else:  # the status follows with the next turn or the job's end, a moment later
+                await relay.publish(added, entry_id=event.entry.pk)

@@ -53,6 +53,9 @@ class Relay:
         self.thinking_sent = ""  # the streaming reply's thinking as sent so far
         self.sent = Blocks()  # the streaming reply as sent so far (what snapshots show)
         self.flush_task: asyncio.Task[None] | None = None
+        # (entry id, html) rendered and numbered ahead of the next message, which carries them
+        # first: a turn's opening (status line, the prompt's entry) goes with its reply's card.
+        self.ahead: list[tuple[int, str]] = []
         # One message at a time, in sequence order, even when tasks publish concurrently.
         self.publishing = asyncio.Lock()
 
@@ -66,19 +69,35 @@ class Relay:
             await self._send(html, entry_id=entry_id, to_session=to_session)
         return html
 
+    def publish_ahead(self, event: Event, *, entry_id: int = 0) -> None:
+        """Render the event now and send it first in the next message (a turn's opening: the
+        prompt's entry goes with its reply's card, one message to every tab, not two)."""
+        html = self.render(event)
+        if entry_id:
+            self.appended.append((entry_id, html))
+        self.ahead.append((entry_id, html))
+
     async def show_status(
-        self, shown: StatusShown | None = None, *, notice: Event | None = None
+        self,
+        shown: StatusShown | None = None,
+        *,
+        notice: Event | None = None,
+        ahead: bool = False,
     ) -> None:
         """The status line, as given or as read now; and `notice`, when given, in the same
-        message (a turn's start ends the notice shown: one message to every tab, not two)."""
+        message (a turn's start ends the notice shown: one message to every tab, not two).
+        `ahead`: sent first in the next message, as `publish_ahead`."""
         if shown is None:
             shown = StatusShown(*await short(status.read_by_id, reads=True)(self.session_id()))
-        if notice is None:
-            self.status = await self.publish(shown)
+        self.status = self.render(shown)
+        if notice is not None:
+            self.notice = self.render(notice)
+        html = self.notice + self.status if notice is not None else self.status
+        if ahead:
+            self.ahead.append((0, html))
             return
-        self.notice, self.status = self.render(notice), self.render(shown)
         async with self.publishing:
-            await self._send(self.notice + self.status)
+            await self._send(html)
 
     async def notify(self, event: Event, *, to_session: int = 0) -> None:
         """A notice (or a review, or a switch) that a tab arriving later still sees."""
@@ -150,15 +169,16 @@ class Relay:
         }
 
     async def _send(self, html: str, *, entry_id: int = 0, to_session: int = 0) -> None:
-        """The next event in sequence; only ever called holding `publishing`."""
+        """The next event in sequence, after what was published ahead of it (`ahead`: each part's
+        entry id and html, in order); only ever called holding `publishing`."""
         self.seq += 1
-        await self.layer.group_send(
-            tabs.session_group(to_session or self.session_id()),
-            {
-                "type": "agent.event",
-                "gen": self.generation_id,
-                "seq": self.seq,
-                "entry": entry_id,
-                "html": html,
-            },
-        )
+        message = {
+            "type": "agent.event",
+            "gen": self.generation_id,
+            "seq": self.seq,
+            "entry": entry_id,
+            "html": html,
+        }
+        if self.ahead:
+            message["ahead"], self.ahead = self.ahead, []
+        await self.layer.group_send(tabs.session_group(to_session or self.session_id()), message)
