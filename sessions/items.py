@@ -123,16 +123,20 @@ def extract(texts: Iterable[str]) -> list[tuple[str, str]]:
 
 
 # One pattern for all kinds, each behind a guard on the character it can start with, so that a
-# position where it cannot start costs one test, not one per alternative.
+# position where it cannot start costs one test, not one per alternative. A path and an
+# identifier are guarded by what every one of them has within its first word, found in one
+# scan that never backs up (a possessive `*+`): a path's first character outside `[\w~-]` is a
+# slash or a dot; an identifier's first outside `[a-z0-9]` is one of `._(` or a capital. A
+# plain word ("token5", "the") is passed over without the alternatives' backtracking.
 SPANNING = re.compile(
     "|".join(
         f"(?P<{kind}>{guard}(?:{pattern.pattern}))"
         for kind, guard, pattern in (
             ("url", "(?=h)", URL),
             ("error", r"\b(?=[A-Zefnprw])", ERROR),
-            ("path", "", PATH),
+            ("path", r"(?<![\w/.-])(?=[\w~-]*+[/.])", PATH),
             ("identifier", r"\b(?=[v\d])", VERSION),
-            ("identifier_", r"\b(?=[A-Za-z_])", IDENTIFIER),
+            ("identifier_", r"\b(?=[A-Za-z_])(?=[a-z0-9]*+[._(A-Z])", IDENTIFIER),
             ("number", r"\b(?=\d)", NUMBER),
         )
     )
