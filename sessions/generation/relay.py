@@ -71,7 +71,7 @@ class Relay:
 
     def publish_ahead(self, event: Event, *, entry_id: int = 0) -> None:
         """Render the event now and send it first in the next message (a turn's opening: the
-        prompt's entry goes with its reply's card: one message to every tab where there were three)."""
+        prompt's entry goes with its reply's card, one message to every tab, not three)."""
         html = self.render(event)
         if entry_id:
             self.appended.append((entry_id, html))
