@@ -61,10 +61,8 @@ class Relay:
 
     # --- events ---------------------------------------------------------------------------
     async def publish(self, event: Event, *, entry_id: int = 0, to_session: int = 0) -> str:
-        """Render the event and send it; its html. An entry's html is kept for snapshots."""
-        html = self.render(event)
-        if entry_id:
-            self.appended.append((entry_id, html))
+        """Render the event and send it; its html."""
+        html = self._rendered(event, entry_id)
         async with self.publishing:
             await self._send(html, entry_id=entry_id, to_session=to_session)
         return html
@@ -72,10 +70,14 @@ class Relay:
     def publish_ahead(self, event: Event, *, entry_id: int = 0) -> None:
         """Render the event now and send it first in the next message (a turn's opening: the
         prompt's entry goes with its reply's card, one message to every tab, not three)."""
+        self.ahead.append((entry_id, self._rendered(event, entry_id)))
+
+    def _rendered(self, event: Event, entry_id: int) -> str:
+        """The event's html; an entry's is kept for snapshots."""
         html = self.render(event)
         if entry_id:
             self.appended.append((entry_id, html))
-        self.ahead.append((entry_id, html))
+        return html
 
     async def show_status(
         self,
