@@ -39,9 +39,16 @@ class Compiled:
     """One statement on one connection: its SQL, where each parameter goes, and the compiler
     that converts its rows."""
 
-    def __init__(self, compiler: SQLCompiler, names: dict[str, type]) -> None:
+    def __init__(
+        self,
+        compiler: SQLCompiler,
+        names: dict[str, type],
+        sql: tuple[str, tuple[Any, ...]] | None = None,
+    ) -> None:
+        """`sql`: the statement's own SQL and parameters, when they are not `compiler`'s (it
+        then only converts the rows)."""
         connection = compiler.connection
-        self.sql, params = compiler.as_sql()
+        self.sql, params = sql or compiler.as_sql()
         self.compiler = compiler
         stand_ins = {
             _adapted(connection, kind, STAND_INS[kind](n)): name
@@ -165,6 +172,37 @@ class Update(Statement[M]):
         _, cursor = self._run(values)
         with cursor:
             return int(cursor.rowcount)
+
+
+class Returning(Update[M]):
+    """An UPDATE that gives back the rows it changed as `read(**stand_ins)` would read them
+    after it: `UPDATE … RETURNING`, one statement where an UPDATE and a SELECT were two (both
+    PostgreSQL and SQLite 3.35 have it). `read` is a queryset of the same model whose columns
+    are the table's own and annotations of correlated subqueries (no join: RETURNING names
+    only the updated table). Its rows come back through `objects` and `one`, converted by
+    `read`'s compiler."""
+
+    def __init__(
+        self,
+        build: Callable[..., tuple[QuerySet[M, Any], dict[str, Any]]],
+        read: Callable[..., QuerySet[M, Any]],
+        **names: type,
+    ) -> None:
+        super().__init__(build, **names)
+        self.read = read
+
+    def _compile(self) -> Compiled:
+        stand_ins = {name: STAND_INS[kind](n) for n, (name, kind) in enumerate(self.names.items())}
+        update_sql, update_params = self._query(stand_ins).get_compiler(DEFAULT_DB_ALIAS).as_sql()
+        reading = self.read(**stand_ins).query.get_compiler(using=DEFAULT_DB_ALIAS)
+        reading.as_sql()  # its columns, the instances' layout and the annotations' places
+        query = reading.query
+        if any(count for alias, count in query.alias_refcount.items() if alias != query.base_table):
+            raise ValueError("a RETURNING clause names only the updated table: no joins")
+        columns = [compiled for _, compiled, _ in reading.select]
+        sql = f"{update_sql} RETURNING {', '.join(column for column, _ in columns)}"
+        params = (*update_params, *(param for _, more in columns for param in more))
+        return Compiled(reading, self.names, (sql, params))
 
 
 class Insert(Generic[M]):

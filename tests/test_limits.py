@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from sessions import generation, store
 from sessions.generation import turns
+from sessions.generation.claims import claim_free
 from sessions.generation.job import Job
 from sessions.models import ChatSession, PendingPrompt
 from sessions.partials.events import render
@@ -89,6 +90,39 @@ async def test_the_cap_counts_the_owners_live_claims_only(owner, other_user, set
         "2 replies are being generated in your other sessions (the limit is 2): "
         "send this when one of them ends.",
     ]
+
+
+async def test_a_free_session_is_claimed_in_one_statement_only_under_the_owners_cap(
+    owner, other_user, settings
+):
+    settings.AGENTWEB_MAX_GENERATIONS_PER_USER = 2
+    now = timezone.now()
+    live, lapsed = now + timedelta(minutes=5), now - timedelta(seconds=1)
+
+    def claims() -> list[str | None]:
+        for who, generation_id, lease in [
+            (owner, "a", live),
+            (owner, "b", lapsed),  # its process died: not running
+            (other_user, "c", live),
+            (other_user, "d", live),
+        ]:
+            ChatSession.objects.create(
+                owner=who, model="local", generation_id=generation_id, generation_lease_until=lease
+            )
+        first, second = (ChatSession.objects.create(owner=owner, model="local") for _ in "ab")
+        taken = [
+            claim_free(turns.CLAIMED_IF_FREE, session.pk, generation_id, "prompt", "tab")
+            for session, generation_id in [(first, "e"), (second, "f"), (first, "g")]
+        ]
+        stored = ChatSession.objects.filter(pk__in=[first.pk, second.pk]).order_by("pk")
+        return [
+            *(getattr(session, "generation_id", None) for session in taken),
+            *stored.values_list("generation_id", flat=True),
+        ]
+
+    # the first takes the owner's second slot; the second finds the owner at the cap; the
+    # first's own session is busy now
+    assert await db_async(claims)() == ["e", None, None, "e", ""]
 
 
 async def test_a_flooding_socket_is_slowed_and_cancel_still_goes_through(

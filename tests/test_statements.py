@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from sessions.models import ChatSession, Entry, PendingPrompt
-from sessions.statements import Insert, Statement, Update
+from sessions.statements import Insert, Returning, Statement, Update
 
 from .conftest import make_session
 
@@ -95,6 +95,46 @@ def test_an_update_changes_the_rows_it_names_and_counts_them(owner):
     assert take.execute(session_id=held.pk, generation_id="mine", now=NOON) == 0
     rows = ChatSession.objects.order_by("pk").values_list("generation_id", "generation_started_at")
     assert list(rows) == [("mine", NOON), ("someone else's", None)]
+
+
+def test_an_update_returning_gives_the_rows_it_changed_as_the_read_reads_them_after(owner):
+    free, held = make_session(owner), make_session(owner)
+    PendingPrompt.objects.create(session=free, text="waiting")
+    ChatSession.objects.filter(pk=held.pk).update(generation_id="someone else's")
+    take = Returning(
+        lambda session_id, generation_id, now: (
+            ChatSession.objects.filter(pk=session_id, generation_id=""),
+            {"generation_id": generation_id, "generation_started_at": now},
+        ),
+        lambda session_id, **_: ChatSession.objects.annotate(
+            queued=Exists(PendingPrompt.objects.filter(session_id=OuterRef("pk")))
+        ).filter(pk=session_id),
+        session_id=int,
+        generation_id=str,
+        now=datetime,
+    )
+    with CaptureQueriesContext(connection) as sent:
+        (taken,) = take.objects(session_id=free.pk, generation_id="mine", now=NOON)
+    assert len(sent.captured_queries) == 1
+    assert (taken.pk, taken.generation_id, taken.generation_started_at) == (free.pk, "mine", NOON)
+    assert taken.queued is True
+    fresh = ChatSession.objects.get(pk=free.pk)
+    for field in ChatSession._meta.concrete_fields:
+        assert getattr(taken, field.attname) == getattr(fresh, field.attname), field.name
+    assert take.objects(session_id=held.pk, generation_id="mine", now=NOON) == []
+    assert ChatSession.objects.get(pk=held.pk).generation_id == "someone else's"
+
+
+def test_an_update_returning_refuses_a_read_that_joins_another_table(owner):
+    session = make_session(owner)
+    joined = Returning(
+        lambda session_id: (ChatSession.objects.filter(pk=session_id), {"title": "x"}),
+        lambda session_id: ChatSession.objects.annotate(name=F("owner__username")),
+        session_id=int,
+    )
+    with pytest.raises(ValueError, match="no joins"):
+        joined.objects(session_id=session.pk)
+    assert ChatSession.objects.get(pk=session.pk).title == ""
 
 
 def test_an_update_may_set_a_column_from_itself(owner):

@@ -14,17 +14,20 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable
 from datetime import datetime
+from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
+from django.db.models.lookups import GreaterThan
 from django.utils import timezone
 
 from ..agent.handoff_notes import NOTES
 from ..models import ChatSession, Entry
 from ..models.session import UNCLAIMED
-from ..statements import Update
+from ..statements import Returning, Update
 
 log = logging.getLogger(__name__)
 
@@ -57,30 +60,73 @@ def claim(session_id: int, generation_id: str, kind: str, channel: str) -> bool:
     return updated == 1
 
 
+CLAIM = {"id": str, "kind": str, "channel": str, "now": datetime, "until": datetime}
+
+
+def _claimed_where(
+    where: Callable[[dict[str, Any]], Q],
+) -> Callable[..., tuple[QuerySet[ChatSession, Any], dict[str, Any]]]:
+    """The session's row, where it is `where(claim)`, and its claim's columns as `claim` sets
+    them: what an UPDATE that takes a claim changes."""
+    return lambda session_id, **claim: (
+        ChatSession.objects.filter(where(claim), pk=session_id),
+        {
+            "generation_id": claim["id"],
+            "generation_kind": claim["kind"],
+            "generation_channel": claim["channel"],
+            "generation_started_at": claim["now"],
+            "generation_lease_until": claim["until"],
+        },
+    )
+
+
 def _taking(where: Callable[[datetime], Q]) -> Update[ChatSession]:
     """The claim taken where the session's row is `where(now)`: one UPDATE, compiled once."""
-    return Update(
-        lambda session_id, **claim: (
-            ChatSession.objects.filter(where(claim["now"]), pk=session_id),
-            {
-                "generation_id": claim["id"],
-                "generation_kind": claim["kind"],
-                "generation_channel": claim["channel"],
-                "generation_started_at": claim["now"],
-                "generation_lease_until": claim["until"],
-            },
-        ),
-        session_id=int,
-        id=str,
-        kind=str,
-        channel=str,
-        now=datetime,
-        until=datetime,
-    )
+    return Update(_claimed_where(lambda claim: where(claim["now"])), session_id=int, **CLAIM)
 
 
 TAKE_FREE = _taking(lambda now: Q(generation_id=""))
 TAKE_LAPSED = _taking(ChatSession.claimable)  # free, or its lease ran out
+
+
+def taking_free_and_reading(read: Callable[[int], QuerySet[ChatSession, Any]]) -> Returning:
+    """The claim taken when the session is free and its owner runs fewer generations than
+    `under` (the owner's cap, SPEC B8), and the session read as `read(session_id)` after it:
+    one statement where a prompt made three (the owner's count, the claim, the read)."""
+    return Returning(
+        _claimed_where(lambda claim: Q(generation_id="") & _owner_runs_fewer(claim)),
+        lambda session_id, **claim: read(session_id),
+        session_id=int,
+        **CLAIM,
+        under=int,
+    )
+
+
+def _owner_runs_fewer(claim: dict[str, Any]) -> Q:
+    """The session's owner holds fewer than `claim["under"]` live claims."""
+    live = ChatSession.objects.filter(
+        owner_id=OuterRef("owner_id"), generation_id__gt="", generation_lease_until__gt=claim["now"]
+    )
+    running = live.values("owner_id").annotate(n=Count("pk")).values("n")
+    return Q(GreaterThan(Value(claim["under"]), Coalesce(Subquery(running), 0)))
+
+
+def claim_free(
+    taking: Returning, session_id: int, generation_id: str, kind: str, channel: str
+) -> ChatSession | None:
+    """`taking` (`taking_free_and_reading`) run: the session as read after its claim, or None
+    when it was not free or its owner was at the cap (`claim` and the caps then say which)."""
+    now = timezone.now()
+    claimed = taking.objects(
+        session_id=session_id,
+        id=generation_id,
+        kind=kind,
+        channel=channel,
+        now=now,
+        until=ChatSession.lease_until(now),
+        under=settings.AGENTWEB_MAX_GENERATIONS_PER_USER,
+    )
+    return claimed[0] if claimed else None
 
 
 def record_interruption(session_id: int) -> None:

@@ -15,17 +15,17 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from .. import mentions, status, store
 from ..agent.session import TurnStart, turn_start
-from ..models import ChatSession, Entry, PendingPrompt, PromptTemplate
+from ..models import ChatSession, Entry, PendingPrompt, Preferences, PromptTemplate
 from ..models.refusals import BUSY_BRANCHING
 from ..providers import catalog
 from ..statements import Statement
 from ..tokens import estimate_tokens
-from .claims import claim, release
+from .claims import claim, claim_free, release, taking_free_and_reading
 from .events import StatusShown, TranscriptShown
 
 AUTO_HANDOFF = (
@@ -75,11 +75,17 @@ def queue_prompt(
     """
     if check is not None and not check():
         return Submitted(unchecked=True), None
-    refusal = over_a_cap(session, queueing=True) or mentions.refusal(session, text)
-    if refusal:
+    if refusal := mentions.refusal(session, text):
         return Submitted(refusal=refusal), None
-    if claim(session.pk, generation_id, "prompt", channel):
-        claimed, queued, auto_at = _as_claimed(session.pk)
+    # The common case in one statement: the session free, its owner under the cap.
+    claimed = claim_free(CLAIMED_IF_FREE, session.pk, generation_id, "prompt", channel)
+    if claimed is None:  # busy, a lapsed claim, or the owner at the cap: which, and its words
+        if refusal := over_a_cap(session, queueing=True):
+            return Submitted(refusal=refusal), None
+        if claim(session.pk, generation_id, "prompt", channel):
+            claimed = AS_CLAIMED.one(session_id=session.pk)
+    if claimed is not None:
+        queued, auto_at = bool(getattr(claimed, "queued", False)), getattr(claimed, "auto_at", None)
         turn = first_turn(claimed, text, generation_id, queued=queued, auto_at=auto_at)
         return Submitted(), (claimed, turn)
     PendingPrompt.objects.create(session_id=session.pk, text=text)
@@ -98,13 +104,19 @@ def _as_claimed(session_id: int) -> tuple[ChatSession, bool, int | None]:
     return claimed, bool(getattr(claimed, "queued", False)), getattr(claimed, "auto_at", None)
 
 
-AS_CLAIMED: Statement[ChatSession] = Statement(
-    lambda session_id: ChatSession.objects.annotate(
+def _claimed(session_id: int) -> QuerySet[ChatSession, Any]:
+    """The session, whether prompts are queued in it, and its owner's automatic-handoff
+    threshold (subqueries, not a join: `CLAIMED_IF_FREE` reads it in a RETURNING clause)."""
+    return ChatSession.objects.annotate(
         queued=Exists(PendingPrompt.objects.filter(session_id=OuterRef("pk"))),
-        auto_at=F("owner__agentweb_preferences__auto_handoff_at"),
-    ).filter(pk=session_id),
-    session_id=int,
-)
+        auto_at=Subquery(
+            Preferences.objects.filter(user_id=OuterRef("owner_id")).values("auto_handoff_at")
+        ),
+    ).filter(pk=session_id)
+
+
+AS_CLAIMED: Statement[ChatSession] = Statement(_claimed, session_id=int)
+CLAIMED_IF_FREE = taking_free_and_reading(_claimed)
 
 
 def first_turn(
