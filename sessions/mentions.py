@@ -79,7 +79,7 @@ def _mentioning(session_id: int, after: int) -> QuerySet[Entry, Any]:
 
 MENTIONING: Statement[Entry] = Statement(_mentioning, session_id=int, after=int)
 MENTIONED: Tally[tuple[int, Any], tuple[int, ...]] = Tally(
-    lambda session_id, after: MENTIONING.rows(session_id=session_id, after=after),
+    MENTIONING,
     last=lambda row: row[0],
     fold=_named,
     empty=(),

@@ -27,6 +27,7 @@ from django.db.models.sql import InsertQuery, Query, UpdateQuery
 from django.db.models.sql.compiler import SQLCompiler
 
 M = TypeVar("M", bound=Model)
+Rows = list[tuple[Any, ...]]  # a values_list queryset's rows
 
 STAND_INS: dict[type, Callable[[int], Any]] = {
     int: lambda n: -2_000_000_000 - n,  # no row's id or count
@@ -111,9 +112,12 @@ class Statement(Generic[M]):
     def _query(self, stand_ins: dict[str, Any]) -> Query:
         return self.build(**stand_ins).query
 
-    def rows(self, **values: Any) -> list[tuple[Any, ...]]:
+    def rows(self, **values: Any) -> Rows:
         """A values_list queryset's rows, as it would give them."""
-        compiled, cursor = self._run(values)
+        return self._rows_of(*self._run(values))
+
+    @staticmethod
+    def _rows_of(compiled: Compiled, cursor: Any) -> Rows:
         with cursor:
             fetched = cursor.fetchall()
         return [tuple(row) for row in compiled.convert(fetched)]
@@ -148,6 +152,19 @@ class Statement(Generic[M]):
             model: Any = self._compiled[connections[DEFAULT_DB_ALIAS]].compiler.query.model
             raise model.DoesNotExist(f"{model.__name__} matching {values} does not exist.")
         return found[0]
+
+
+def rows_together(reads: list[tuple[Statement[Any], dict[str, Any]]]) -> list[Rows]:
+    """Each statement's rows (`Statement.rows` of its values), the statements sent together: on
+    PostgreSQL in one round trip (psycopg's pipeline mode: each is sent before any answer is
+    awaited), elsewhere one after another (SQLite's statements are calls in the process)."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    if connection.vendor != "postgresql" or len(reads) < 2:
+        return [statement.rows(**values) for statement, values in reads]
+    connection.ensure_connection()
+    with connection.connection.pipeline():
+        sent = [statement._run(values) for statement, values in reads]
+        return [Statement._rows_of(compiled, cursor) for compiled, cursor in sent]
 
 
 class Update(Statement[M]):

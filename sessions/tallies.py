@@ -12,11 +12,15 @@ test's) gives old ids to new sessions.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from django.db.models import Max, QuerySet, Value
+
+from .statements import Rows, Statement, rows_together
 
 Row = TypeVar("Row")
 T = TypeVar("T")
@@ -42,25 +46,42 @@ class SessionLike(Protocol):
 
 
 class Tally(Generic[Row, T]):
-    """`fold(value, rows)` over a session's entries, from `empty`: `read(session_id, after)`
-    gives the rows of the entries with an id greater than `after`, in order, and `last(row)`
-    the id of a row's entry. Values are shared between threads: keep them immutable."""
+    """`fold(value, rows)` over a session's entries, from `empty`: `statement` gives the rows
+    of the entries with an id greater than `after` (its parameters: `session_id`, `after`), in
+    order, which `taken` may complete (with reads of its own), and `last(row)` is the id of a
+    row's entry. Values are shared between threads: keep them immutable."""
 
     def __init__(
         self,
-        read: Callable[[int, int], Sequence[Row]],
+        statement: Statement[Any],
         last: Callable[[Row], int],
         fold: Callable[[T, Sequence[Row]], T],
         empty: T,
+        taken: Callable[[Rows], Sequence[Row]] | None = None,
     ) -> None:
-        self.read, self.last, self.fold, self.empty = read, last, fold, empty
+        self.statement, self.last, self.fold, self.empty = statement, last, fold, empty
+        self._taken = taken
         self._kept: dict[tuple[int, datetime], tuple[int, T]] = {}
 
+    def read(self, session_id: int, after: int) -> Sequence[Row]:
+        return self.taken(self.statement.rows(session_id=session_id, after=after))
+
+    def taken(self, rows: Rows) -> Sequence[Row]:
+        return self._taken(rows) if self._taken else cast(Sequence[Row], rows)
+
     def of(self, session: SessionLike) -> T:
-        """The fold over every entry of `session`, as of now (one small read)."""
+        """The fold over every entry of `session`, as of now (one small read, or none when
+        `reading_ahead` read it)."""
         known = (session.pk, session.created_at)
         through, value = self._kept.get(known, (0, self.empty))
-        rows = self.read(session.pk, through)
+        ahead: dict[tuple[int, int, datetime], tuple[int, Sequence[Row]]] = getattr(
+            _ahead, "rows", {}
+        )
+        read = ahead.pop((id(self), *known), None)
+        if read is not None and read[0] == through:
+            rows = read[1]
+        else:
+            rows = self.read(session.pk, through)
         if rows:
             value = self.fold(value, rows)
             through = max(through, *(self.last(row) for row in rows))
@@ -72,3 +93,31 @@ class Tally(Generic[Row, T]):
     def forget(self) -> None:
         """Keep nothing: every session is read whole next time."""
         self._kept.clear()
+
+
+_ahead = threading.local()  # rows read ahead, by tally and session, in this thread
+
+
+@contextlib.contextmanager
+def reading_ahead(session: SessionLike, *tallies: Tally[Any, Any]) -> Iterator[None]:
+    """The new entries of `session` for each of `tallies`, read at once (one round trip on
+    PostgreSQL) for their `of` calls within the block to take instead of reading each its own:
+    each gives its fold as of the block's start (what the block writes is read by the next
+    `of`). A tally that moved on meanwhile reads again; what the block did not take is
+    dropped."""
+    known = (session.pk, session.created_at)
+    afters = [tally._kept.get(known, (0, None))[0] for tally in tallies]
+    reads = [
+        (tally.statement, {"session_id": session.pk, "after": after})
+        for tally, after in zip(tallies, afters, strict=True)
+    ]
+    rows = getattr(_ahead, "rows", None)
+    if rows is None:
+        rows = _ahead.rows = {}
+    for tally, after, read in zip(tallies, afters, rows_together(reads), strict=True):
+        rows[(id(tally), *known)] = (after, tally.taken(read))
+    try:
+        yield
+    finally:
+        for tally in tallies:
+            rows.pop((id(tally), *known), None)

@@ -124,7 +124,7 @@ SINCE: Statement[Entry] = Statement(  # a session's entries after one, summed by
     after=int,
 )
 SUMMED: Tally[tuple[Any, ...], Sums] = Tally(
-    lambda session_id, after: SINCE.rows(session_id=session_id, after=after),
+    SINCE,
     last=lambda row: int(row[-1]),
     fold=_added,
     empty=(),

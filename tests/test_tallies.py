@@ -5,8 +5,10 @@ ones a fresh read of every entry gives, whatever was written between two reads."
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 
 from sessions import mentions, todos, usage
+from sessions.tallies import reading_ahead
 from sessions.todos import Todo
 
 from .conftest import make_session
@@ -63,3 +65,52 @@ def test_a_cost_counts_the_replies_written_between_reads_and_only_its_own(owner)
     assert usage.of_session(session) == usage.priced(SONNET, 120, 3)
     forget_everything()
     assert usage.of_session(session) == usage.priced(SONNET, 120, 3)
+
+
+def test_tallies_read_ahead_together_give_what_each_reads_alone(owner):
+    other = make_session(owner)
+    session = make_session(owner, exchanges=2)
+    assert (usage.of_session(session), todos.state(session).todos) == (usage.Usage(), [])
+    session.append_message("assistant", said("a"), model=SONNET, input_tokens=100, output_tokens=1)
+    todos.append_list(session, [Todo("First")], "user")
+    session.append_message("user", said("see"), data={"mentions": [{"session": other.pk}]})
+    with reading_ahead(session, usage.SUMMED, todos.CHANGED, mentions.MENTIONED):
+        ahead = (usage.of_session(session), todos.state(session).todos)
+        session.append_message("assistant", said("b"), model=SONNET, input_tokens=5)
+        ahead += (mentions.mentioned_by(session),)  # as of the block's start
+    assert ahead == (usage.priced(SONNET, 100, 1), [Todo("First")], [other.pk])
+    assert usage.of_session(session) == usage.priced(SONNET, 105, 1)  # read on after it
+    forget_everything()
+    assert usage.of_session(session) == usage.priced(SONNET, 105, 1)
+    assert (todos.state(session).todos, mentions.mentioned_by(session)) == (
+        [Todo("First")],
+        [other.pk],
+    )
+
+
+def test_a_tally_that_moved_on_before_its_read_ahead_is_taken_reads_again(owner):
+    session = make_session(owner)
+    session.append_message("assistant", said("a"), model=SONNET, input_tokens=7)
+    assert usage.of_session(session) == usage.priced(SONNET, 7, 0)
+    session.append_message("assistant", said("b"), model=SONNET, input_tokens=5)
+    with reading_ahead(session, usage.SUMMED):  # the reply after the first, read ahead
+        usage.SUMMED.forget()  # another thread's doing: the tally starts again
+        assert usage.of_session(session) == usage.priced(SONNET, 12, 0)
+
+
+def test_on_postgresql_the_reads_ahead_go_in_one_round_trip(owner):
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite's statements are calls in the process: nothing to send together")
+    session = make_session(owner, exchanges=1)
+    piped: list[bool] = []
+
+    def note(execute, sql, params, many, context):
+        piped.append(str(connection.connection.pgconn.pipeline_status) != "PipelineStatus.OFF")
+        return execute(sql, params, many, context)
+
+    with (
+        connection.execute_wrapper(note),
+        reading_ahead(session, usage.SUMMED, todos.CHANGED, mentions.MENTIONED),
+    ):
+        pass
+    assert piped == [True, True, True]  # each sent before any answer was awaited

@@ -18,12 +18,13 @@ from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
-from .. import mentions, status, store
+from .. import mentions, status, store, todos, usage
 from ..agent.session import TurnStart, turn_start
 from ..models import ChatSession, Entry, PendingPrompt, Preferences, PromptTemplate
 from ..models.refusals import BUSY_BRANCHING
 from ..providers import catalog
 from ..statements import Statement
+from ..tallies import reading_ahead
 from ..tokens import estimate_tokens
 from .claims import claim, claim_free, release, taking_free_and_reading
 from .events import StatusShown, TranscriptShown
@@ -158,8 +159,14 @@ def _begin(session: ChatSession, text: str, *, reread: bool, queued: int | None 
     content = [{"type": "text", "text": text}]
     user = session.append_message(Entry.Role.USER, content, data=mentions.data_of(session, text))
     shown = ChatSession.objects.get(pk=session.pk) if reread else session
-    shown_status = StatusShown(shown, status.read(shown, queued=queued))
-    return Turn(text, user, status=shown_status, ready=turn_start(session))
+    with reading_ahead(session, *TALLIED_AT_A_TURN):  # one round trip, not one each
+        shown_status = StatusShown(shown, status.read(shown, queued=queued))
+        return Turn(text, user, status=shown_status, ready=turn_start(session))
+
+
+# What a turn's start reads of the session's entries: its cost (the status line), its todo
+# list's changes and the sessions it mentions (what comes before the turn).
+TALLIED_AT_A_TURN = (usage.SUMMED, todos.CHANGED, mentions.MENTIONED)
 
 
 def next_prompt_or_release(session_id: int, generation_id: str) -> str | None:
