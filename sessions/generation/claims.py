@@ -89,7 +89,9 @@ TAKE_FREE = _taking(lambda now: Q(generation_id=""))
 TAKE_LAPSED = _taking(ChatSession.claimable)  # free, or its lease ran out
 
 
-def taking_free_and_reading(read: Callable[[int], QuerySet[ChatSession, Any]]) -> Returning:
+def taking_free_and_reading(
+    read: Callable[[int], QuerySet[ChatSession, Any]],
+) -> Returning[ChatSession]:
     """The claim taken when the session is free and its owner runs fewer generations than
     `under` (the owner's cap, SPEC B8), and the session read as `read(session_id)` after it:
     one statement where a prompt made three (the owner's count, the claim, the read)."""
@@ -112,7 +114,7 @@ def _owner_runs_fewer(claim: dict[str, Any]) -> Q:
 
 
 def claim_free(
-    taking: Returning, session_id: int, generation_id: str, kind: str, channel: str
+    taking: Returning[ChatSession], session_id: int, generation_id: str, kind: str, channel: str
 ) -> ChatSession | None:
     """`taking` (`taking_free_and_reading`) run: the session as read after its claim, or None
     when it was not free or its owner was at the cap (`claim` and the caps then say which)."""
