@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.db.models import Exists, OuterRef
 
 from . import store
 from .content import text_of, title_from
@@ -53,10 +54,11 @@ def wanted(session_id: int) -> Wanted | None:
     """The session's conversation start, when it wants a generated title: its owner prefers
     them, it runs on Claude, its first reply is complete and nothing else has come after,
     and its title is still the one cut from its first message."""
-    session = ChatSession.objects.filter(pk=session_id).first()
+    prefers = Preferences.objects.filter(user_id=OuterRef("owner_id"), generate_titles=True)
+    session = ChatSession.objects.annotate(prefers=Exists(prefers)).filter(pk=session_id).first()
     if session is None or session.model == LOCAL or not catalog.has_key():
         return None
-    if not Preferences.objects.filter(user_id=session.owner_id, generate_titles=True).exists():
+    if not getattr(session, "prefers", False):  # read with the session: one query
         return None
     branch = [entry for entry in store.get_branch(session) if entry.kind == Entry.Kind.MESSAGE]
     questions = [entry for entry in branch if entry.role == Entry.Role.USER]
