@@ -13,15 +13,17 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, QuerySet
 
 from . import store
 from .content import text_of, title_from
 from .models import ChatSession, Entry, Preferences
 from .providers import LOCAL, Provider, ProviderError, TextDelta, catalog, claude
+from .statements import Statement
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +56,10 @@ def wanted(session_id: int) -> Wanted | None:
     """The session's conversation start, when it wants a generated title: its owner prefers
     them, it runs on Claude, its first reply is complete and nothing else has come after,
     and its title is still the one cut from its first message."""
-    prefers = Preferences.objects.filter(user_id=OuterRef("owner_id"), generate_titles=True)
-    session = ChatSession.objects.annotate(prefers=Exists(prefers)).filter(pk=session_id).first()
-    if session is None or session.model == LOCAL or not catalog.has_key():
+    if not catalog.has_key():  # no title model to ask: nothing to read
+        return None
+    session = next(iter(WITH_PREFERENCE.objects(session_id=session_id)), None)
+    if session is None or session.model == LOCAL:
         return None
     if not getattr(session, "prefers", False):  # read with the session: one query
         return None
@@ -72,6 +75,16 @@ def wanted(session_id: int) -> Wanted | None:
     return Wanted(
         session_id, question.text[:EXCERPT], text_of(answer.content)[:EXCERPT], session.title
     )
+
+
+def _with_preference(session_id: int) -> QuerySet[ChatSession, Any]:
+    """The session, and whether its owner prefers generated titles (a subquery: one query)."""
+    prefers = Preferences.objects.filter(user_id=OuterRef("owner_id"), generate_titles=True)
+    return ChatSession.objects.annotate(prefers=Exists(prefers)).filter(pk=session_id)
+
+
+# Compiled once: read at the end of every session's first reply, on the one database thread.
+WITH_PREFERENCE: Statement[ChatSession] = Statement(_with_preference, session_id=int)
 
 
 async def write(start: Wanted, provider: Provider) -> str:

@@ -226,3 +226,20 @@ async def test_a_first_reply_that_called_tools_gets_a_title_too(
     assert title_request["model"] == "claude-cheap-test"
     assert "tools" not in title_request
     assert "Assistant: Use tomllib." in title_request["messages"][0]["content"]
+
+
+@pytest.mark.django_db
+def test_whether_a_title_is_wanted_is_read_in_one_query_and_not_at_all_without_a_key(
+    owner, settings, django_assert_num_queries
+):
+    session = make_session(owner, exchanges=1)
+    settings.ANTHROPIC_API_KEY = ""
+    with django_assert_num_queries(0):
+        assert titles.wanted(session.pk) is None  # no title model to ask
+    settings.ANTHROPIC_API_KEY = "sk-test"
+    with django_assert_num_queries(1):
+        assert titles.wanted(session.pk) is None  # its owner does not prefer them
+    prefer_titles(owner)
+    start = titles.wanted(session.pk)
+    assert start is not None
+    assert (start.question, start.answer, start.current) == ("question 0", "answer 0", "question 0")
