@@ -142,6 +142,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
             "prepare_threshold": env_int("AGENTWEB_PG_PREPARE_THRESHOLD", 5) or None,
         }
     )
+# PostgreSQL: how long a database call on the event loop (agentweb/postgresql/on_the_loop.py)
+# waits for the server's answer before the loop serves other sockets meanwhile. A server on
+# the same machine or network answers within it; 0 for one farther away (every wait handed
+# to the loop).
+AGENTWEB_PG_WAIT_IN_LINE_SECONDS = env_float("AGENTWEB_PG_WAIT_IN_LINE_SECONDS", 0.005)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {
         # WAL lets readers go on while a generation writes; IMMEDIATE avoids

@@ -1,11 +1,11 @@
 """What a short database call of the prompt path costs in CPU when 200 are made at once: the
 hop to where it runs and back, and each statement in it (issue 21, item 1).
 
-On SQLite a short call runs on the event loop's own thread; on PostgreSQL it hops to a pool of
-threads beside the loop (sessions/database.py). Beside those, on PostgreSQL, the same statement
-sent by psycopg's async connection from the loop itself (four connections shared by the calls),
-what the prompt path would cost without the hop. Medians of --runs rounds of 200 calls, in ms
-of this process's CPU a call.
+A short call runs on the event loop's own thread: on SQLite on a connection of its own, on
+PostgreSQL in a greenlet (sessions/database.py, agentweb/postgresql/on_the_loop.py). Beside
+those, on PostgreSQL, the same statement sent by psycopg's async connection from the loop itself
+(four connections shared by the calls), what a call costs with no greenlet and no Django.
+Medians of --runs rounds of 200 calls, in ms of this process's CPU a call.
 
 Run: .venv/bin/python bench/db_calls.py [--runs 5]    (BENCH_DATABASE_URL=postgres://… for PG)
 """

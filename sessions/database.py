@@ -16,11 +16,15 @@ prompt queued, the next turn, a reply saved) runs where it costs least:
   lock (a page's write on the one thread, another process), the call goes to the one thread
   as before and waits for the lock there. SQLite has one writer either way; the transaction
   makes the call atomic, which each was meant to be.
-* PostgreSQL: on a pool of four threads with a connection each, beside the one thread: the
-  calls are safe beside any other (a generation's writes in another process run beside them
-  in the README's set-up; what keeps one generation a session and no prompt lost is the
-  database's atomic claim and row lock, not the thread). A call there is round trips, which
-  the loop must not wait for.
+* PostgreSQL: on the event loop's own thread too, in a greenlet, on a connection of its own
+  (`agentweb.postgresql.on_the_loop`): each wait for the server's answer is a poll of at most
+  AGENTWEB_PG_WAIT_IN_LINE_SECONDS (5 ms), and past it the loop serves every other socket
+  until the answer comes, so nothing it does (a lock, a slow answer) stalls the loop for
+  longer. A call on a thread beside the loop cost as much CPU again in the interpreter lock
+  handed back and forth at each round trip. The calls are safe beside any other (a
+  generation's writes in another process run beside them in the README's set-up; what keeps
+  one generation a session and no prompt lost is the database's atomic claim and row lock,
+  not where the call runs).
 
 A long call (a session's whole branch, a page of renders) stays on the one thread.
 """
@@ -33,17 +37,16 @@ import contextvars
 import functools
 import threading
 from collections.abc import Awaitable, Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 
 from channels.db import database_sync_to_async
 from django.db import DEFAULT_DB_ALIAS, OperationalError, connections, transaction
 
+from agentweb.postgresql import on_the_loop
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
-THREADS = 4  # PostgreSQL: the pool's threads (each keeps a connection)
-_pool: ThreadPoolExecutor | None = None
 _LOCKED = object()  # the write lock was another connection's: the call did not run
 # The loop's connection lives in a context of its own (Django keeps a connection per context
 # in async code, so each task would otherwise open one), one per thread that runs a loop.
@@ -58,8 +61,16 @@ def short(func: Callable[P, R], *, reads: bool = False) -> Callable[P, Awaitable
     if vendor == "sqlite":
         return _on_the_loop(func, _run_reading if reads else _run_holding_the_lock)
     if vendor == "postgresql":
-        return database_sync_to_async(func, thread_sensitive=False, executor=_the_pool())
+        return _in_a_greenlet(func)
     return database_sync_to_async(func)
+
+
+def _in_a_greenlet(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
+    @functools.wraps(func)
+    async def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        return await on_the_loop.run(functools.partial(func, *args, **kwargs))
+
+    return call
 
 
 def _on_the_loop(
@@ -132,27 +143,11 @@ def _context() -> contextvars.Context:
     return context
 
 
-def _the_pool() -> ThreadPoolExecutor:
-    global _pool
-    if _pool is None:
-        _pool = ThreadPoolExecutor(THREADS, thread_name_prefix="beside")
-    return _pool
-
-
 def close_connections() -> None:
-    """Close the connections kept by the pool's threads and by this thread's loop connection
-    (before the test database is dropped): the pool's, one call on each thread, all of them
-    held at a barrier until every thread has one."""
+    """Close the connections kept for calls on the loop: this thread's loop connection
+    (SQLite) and every thread's calls in greenlets (PostgreSQL), before the test database is
+    dropped."""
     context = getattr(_contexts, "context", None)
     if context is not None:
         context.run(connections.close_all)
-    if _pool is None:
-        return
-    barrier = threading.Barrier(THREADS)
-
-    def close() -> None:
-        barrier.wait(timeout=10)
-        connections.close_all()
-
-    for closing in [_pool.submit(close) for _ in range(THREADS)]:
-        closing.result(timeout=20)
+    on_the_loop.close_all()

@@ -1,6 +1,6 @@
 """A prompt is checked and taken beside the process's other database work, not in line behind it
-on the one database thread (issue 21): on SQLite on the event loop's own connection, on
-PostgreSQL on a pool of its own."""
+on the one database thread (issue 21): on the event loop's own thread, on a connection of its
+own, and never stalling the loop for a lock (SQLite's write lock, PostgreSQL's row locks)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ import sqlite3
 import threading
 import time
 
+import psycopg
 import pytest
 from channels.db import database_sync_to_async
 from django.db import connection
 
-from sessions.models import Entry
+from sessions.models import ChatSession, Entry
 
 from .conftest import db_async, make_session
 from .fake_anthropic import Reply
@@ -105,3 +106,43 @@ async def test_on_sqlite_a_frames_check_reads_while_another_connection_writes(ow
         writer.close()
         thread_free.set()
         await holding
+
+
+async def test_on_postgresql_a_prompt_waits_for_a_locked_row_without_stalling_other_tabs(
+    owner, fake_anthropic, open_tab
+):
+    """The prompt's call runs on the event loop's thread, and waits for a row another
+    connection holds: the loop serves the other tabs meanwhile, and the prompt goes on when
+    the lock is let go."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite's lock is the database's: the test above")
+    fake_anthropic.enqueue(Reply.text("Answered after the lock."))
+    session = await db_async(make_session)(owner, exchanges=1)
+    elsewhere = await db_async(make_session)(owner)
+    _, tab = await open_tab(owner, session)
+    _, bystander = await open_tab(owner, elsewhere)
+    await tab.until('id="status"')
+    await bystander.until('id="status"')
+    params = connection.get_connection_params()
+    holder = psycopg.connect(**{key: params[key] for key in ("dbname", "user", "host", "port")})
+    table = ChatSession._meta.db_table
+    holder.execute(f'SELECT id FROM "{table}" WHERE id = %s FOR UPDATE', [session.pk])
+    try:
+        held_since = time.monotonic()
+        await tab.send(message="sent while another connection holds its session")
+        await asyncio.sleep(0.3)  # the prompt's claim meets the lock meanwhile
+        await bystander.ws.send_to(text_data="{not json")
+        refused = await bystander.until("Malformed message", timeout=4)
+        assert time.monotonic() - held_since < 2
+        assert "Malformed message: not valid JSON." in refused
+        waiting = await asyncio.to_thread(
+            stored, session.pk, "sent while another connection holds its session", 0.2
+        )
+        assert not waiting
+    finally:
+        holder.rollback()
+        holder.close()
+    assert "Answered after the lock." in await tab.until("Answered after the lock.")
+    assert await asyncio.to_thread(
+        stored, session.pk, "sent while another connection holds its session"
+    )

@@ -16,11 +16,28 @@ from __future__ import annotations
 
 import math
 import time
+import types
 from typing import Any
 
+import greenlet
+import psycopg
 from django.db.backends.postgresql import base
 
+from . import on_the_loop
+
 HEALTHY_FOR = 1.0  # seconds since a connection's last statement in which it is not checked
+
+
+class Driver(types.ModuleType):
+    """psycopg as Django's backend reads it (its errors, its types), whose `connect` makes a
+    `Connection` (defined below)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(psycopg, name)
+
+    @staticmethod
+    def connect(*args: Any, **kwargs: Any) -> Connection:
+        return Connection.connect(*args, **kwargs)
 
 
 class DatabaseWrapper(base.DatabaseWrapper):  # type: ignore[misc]  # Django's is untyped
@@ -34,3 +51,20 @@ class DatabaseWrapper(base.DatabaseWrapper):  # type: ignore[misc]  # Django's i
             self.health_check_done = True  # used a moment ago: as good as checked
         super().close_if_health_check_failed()
         self.used_at = now
+
+    # psycopg, its connections made by `Connection` (waits a call on the loop's thread hands over).
+    Database = Driver("psycopg")
+
+
+class Connection(psycopg.Connection[Any]):
+    """psycopg's connection, whose waits for the server a call on the event loop's thread
+    makes its own way (`on_the_loop.Call.wait`); elsewhere (a thread), psycopg's own wait."""
+
+    def wait(self, gen: Any, *args: Any, **kwargs: Any) -> Any:
+        call = greenlet.getcurrent()
+        if not isinstance(call, on_the_loop.Call) or kwargs.get("timeout") is not None:
+            return super().wait(gen, *args, **kwargs)
+        try:
+            return call.wait(gen, self.pgconn.socket)
+        except OSError as error:  # as psycopg's own waits say it
+            raise psycopg.OperationalError("connection socket closed") from error
