@@ -5,9 +5,12 @@ own, and never stalling the loop for a lock (SQLite's write lock, PostgreSQL's r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -55,35 +58,12 @@ async def test_a_prompt_is_taken_while_the_database_thread_is_busy(owner, fake_a
 async def test_on_sqlite_a_prompt_waits_for_another_writer_without_stalling_other_tabs(
     owner, fake_anthropic, open_tab
 ):
+    """SQLite's own wait for a lock is 5 s: the loop never waits for it."""
     if connection.vendor != "sqlite":
         pytest.skip("PostgreSQL has no database-wide write lock")
-    fake_anthropic.enqueue(Reply.text("Answered after the writer."))
-    session = await db_async(make_session)(owner, exchanges=1)
-    elsewhere = await db_async(make_session)(owner)
-    _, tab = await open_tab(owner, session)
-    _, bystander = await open_tab(owner, elsewhere)
-    await tab.until('id="status"')
-    await bystander.until('id="status"')
-    writer = sqlite3.connect(connection.settings_dict["NAME"], isolation_level=None)
-    writer.execute("BEGIN IMMEDIATE")  # another connection holds the write lock
-    try:
-        held_since = time.monotonic()
-        await tab.send(message="sent while another connection writes")
-        await asyncio.sleep(0.3)  # the prompt meets the lock meanwhile
-        await bystander.ws.send_to(text_data="{not json")
-        refused = await bystander.until("Malformed message", timeout=4)
-        # SQLite's own wait for a lock is 5 s: the loop never waited for it.
-        assert time.monotonic() - held_since < 2
-        assert "Malformed message: not valid JSON." in refused
-        waiting = await asyncio.to_thread(
-            stored, session.pk, "sent while another connection writes", 0.2
-        )
-        assert not waiting
-    finally:
-        writer.execute("COMMIT")
-        writer.close()
-    assert "Answered after the writer." in await tab.until("Answered after the writer.")
-    assert await asyncio.to_thread(stored, session.pk, "sent while another connection writes")
+    await a_prompt_waits_for_the_lock_while_other_tabs_are_served(
+        owner, fake_anthropic, open_tab, another_writer
+    )
 
 
 async def test_on_sqlite_a_frames_check_reads_while_another_connection_writes(owner, open_tab):
@@ -112,10 +92,45 @@ async def test_on_postgresql_a_prompt_waits_for_a_locked_row_without_stalling_ot
     owner, fake_anthropic, open_tab
 ):
     """The prompt's call runs on the event loop's thread, and waits for a row another
-    connection holds: the loop serves the other tabs meanwhile, and the prompt goes on when
-    the lock is let go."""
+    connection holds: the loop serves the other tabs meanwhile."""
     if connection.vendor != "postgresql":
         pytest.skip("SQLite's lock is the database's: the test above")
+    await a_prompt_waits_for_the_lock_while_other_tabs_are_served(
+        owner, fake_anthropic, open_tab, its_row_held
+    )
+
+
+@contextlib.contextmanager
+def another_writer(session: ChatSession) -> Iterator[None]:
+    """SQLite's write lock, held by another connection."""
+    writer = sqlite3.connect(connection.settings_dict["NAME"], isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        writer.execute("COMMIT")
+        writer.close()
+
+
+@contextlib.contextmanager
+def its_row_held(session: ChatSession) -> Iterator[None]:
+    """The session's row, locked by another connection (PostgreSQL)."""
+    params = connection.get_connection_params()
+    holder = psycopg.connect(**{key: params[key] for key in ("dbname", "user", "host", "port")})
+    table = ChatSession._meta.db_table
+    holder.execute(f'SELECT id FROM "{table}" WHERE id = %s FOR UPDATE', [session.pk])
+    try:
+        yield
+    finally:
+        holder.rollback()
+        holder.close()
+
+
+async def a_prompt_waits_for_the_lock_while_other_tabs_are_served(
+    owner, fake_anthropic, open_tab, lock: Callable[[ChatSession], Any]
+) -> None:
+    """A prompt sent while `lock(session)` holds what its call needs is stored and answered
+    once it is let go; meanwhile another tab's frame is answered at once."""
     fake_anthropic.enqueue(Reply.text("Answered after the lock."))
     session = await db_async(make_session)(owner, exchanges=1)
     elsewhere = await db_async(make_session)(owner)
@@ -123,26 +138,19 @@ async def test_on_postgresql_a_prompt_waits_for_a_locked_row_without_stalling_ot
     _, bystander = await open_tab(owner, elsewhere)
     await tab.until('id="status"')
     await bystander.until('id="status"')
-    params = connection.get_connection_params()
-    holder = psycopg.connect(**{key: params[key] for key in ("dbname", "user", "host", "port")})
-    table = ChatSession._meta.db_table
-    holder.execute(f'SELECT id FROM "{table}" WHERE id = %s FOR UPDATE', [session.pk])
-    try:
+    with lock(session):
         held_since = time.monotonic()
-        await tab.send(message="sent while another connection holds its session")
-        await asyncio.sleep(0.3)  # the prompt's claim meets the lock meanwhile
+        await tab.send(message="sent while another connection holds the lock")
+        await asyncio.sleep(0.3)  # the prompt meets the lock meanwhile
         await bystander.ws.send_to(text_data="{not json")
         refused = await bystander.until("Malformed message", timeout=4)
         assert time.monotonic() - held_since < 2
         assert "Malformed message: not valid JSON." in refused
         waiting = await asyncio.to_thread(
-            stored, session.pk, "sent while another connection holds its session", 0.2
+            stored, session.pk, "sent while another connection holds the lock", 0.2
         )
         assert not waiting
-    finally:
-        holder.rollback()
-        holder.close()
     assert "Answered after the lock." in await tab.until("Answered after the lock.")
     assert await asyncio.to_thread(
-        stored, session.pk, "sent while another connection holds its session"
+        stored, session.pk, "sent while another connection holds the lock"
     )
