@@ -55,6 +55,26 @@ async def test_a_prompt_is_taken_while_the_database_thread_is_busy(owner, fake_a
     assert "Answered." in await tab.until("Answered.")
 
 
+async def test_on_postgresql_every_wait_may_be_handed_to_the_loop(
+    owner, fake_anthropic, open_tab, settings
+):
+    """AGENTWEB_PG_WAIT_IN_LINE_SECONDS=0, for a database across a network: each of a call's
+    waits for the server is the loop's, and the prompt, its reply and the next prompt all go
+    through as before."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite's calls make no round trips")
+    settings.AGENTWEB_PG_WAIT_IN_LINE_SECONDS = 0
+    fake_anthropic.enqueue(Reply.text("First, handed over."), Reply.text("Second, handed over."))
+    session = await db_async(make_session)(owner)
+    _, tab = await open_tab(owner, session)
+    await tab.until('id="status"')
+    await tab.send(message="the first question")
+    assert "First, handed over." in await tab.until("First, handed over.")
+    await tab.send(message="the second question")
+    assert "Second, handed over." in await tab.until("Second, handed over.")
+    assert await asyncio.to_thread(stored, session.pk, "the second question")
+
+
 async def test_on_sqlite_a_prompt_waits_for_another_writer_without_stalling_other_tabs(
     owner, fake_anthropic, open_tab
 ):
