@@ -24,7 +24,8 @@ def settle() -> None:
     branch of 10,000 entries set off a full collection every other time (about 80 ms). The
     older generations keep their default cadence relative to it.
 
-    A database call on a thread (PostgreSQL's pool, the one thread of long calls) lets go of
+    A database call on a thread (the one thread of long calls; PostgreSQL's short calls too,
+    on a pool, when this was measured) lets go of
     the lock at every round trip and must take it back from the busy event loop; with the
     default 5 ms, each statement's answer could wait that long, and a burst of prompts queued
     behind the waits. At 0.5 ms, 200 prompts at once on PostgreSQL and Redis, five pairs:

@@ -39,8 +39,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def close_kept_connections(django_db_setup: Any) -> Iterator[None]:
     """Connections are kept between calls (CONN_MAX_AGE), also by the one thread that
-    `database_sync_to_async` runs on and the pool beside it: close them before the test
-    database is dropped."""
+    `database_sync_to_async` runs on and for the short calls on the loop: close them before
+    the test database is dropped."""
     yield
     from asgiref.sync import SyncToAsync
     from django.db import connections
