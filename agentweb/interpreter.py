@@ -27,10 +27,10 @@ def settle() -> None:
     A database call on a thread (the one thread of long calls; PostgreSQL's short calls too,
     on a pool, when this was measured) lets go of the lock at every round trip and must take
     it back from the busy event loop; with the default 5 ms, each statement's answer could
-    wait that long, and a burst of prompts queued behind the waits. At 0.5 ms, 200 prompts at once on PostgreSQL and Redis, five pairs:
-    first delta p95 median 2.32 → 1.99 s, gap p95 median 232 → 170 ms (docs/PERFORMANCE.md).
-    A process with one busy thread never switches: the interval only counts while another
-    thread waits.
+    wait that long, and a burst of prompts queued behind the waits. At 0.5 ms, 200 prompts at
+    once on PostgreSQL and Redis, five pairs: first delta p95 median 2.32 → 1.99 s, gap p95
+    median 232 → 170 ms (docs/PERFORMANCE.md). A process with one busy thread never switches:
+    the interval only counts while another thread waits.
     """
     gc.freeze()
     gc.set_threshold(20_000, 10, 10)
