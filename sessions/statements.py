@@ -16,8 +16,9 @@ so rows and model instances are what the queryset itself would have given.
 
 from __future__ import annotations
 
+import contextlib
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar, cast
 
@@ -116,6 +117,12 @@ class Statement(Generic[M]):
         """A values_list queryset's rows, as it would give them."""
         return self._rows_of(*self._run(values))
 
+    def send(self, **values: Any) -> Callable[[], Rows]:
+        """The statement sent (within `sent_together`, with the others), and what reads its
+        rows (after it)."""
+        compiled, cursor = self._run(values)
+        return lambda: self._rows_of(compiled, cursor)
+
     @staticmethod
     def _rows_of(compiled: Compiled, cursor: Any) -> Rows:
         with cursor:
@@ -154,17 +161,25 @@ class Statement(Generic[M]):
         return found[0]
 
 
-def rows_together(reads: list[tuple[Statement[Any], dict[str, Any]]]) -> list[Rows]:
-    """Each statement's rows (`Statement.rows` of its values), the statements sent together: on
-    PostgreSQL in one round trip (psycopg's pipeline mode: each is sent before any answer is
-    awaited), elsewhere one after another (SQLite's statements are calls in the process)."""
+@contextlib.contextmanager
+def sent_together() -> Iterator[None]:
+    """What the block sends, sent together: on PostgreSQL in one round trip at the block's end
+    (psycopg's pipeline mode: each statement is sent before any answer is awaited, and the
+    pipeline's sync brings every answer back), so what it sent is read after the block (`send`
+    gives the reading); elsewhere as it would be (SQLite's statements are calls in the
+    process). Read inside it, a statement's answer would cost a round trip of its own.
+
+    The block is one transaction on PostgreSQL, committed at its end."""
     connection = connections[DEFAULT_DB_ALIAS]
-    if connection.vendor != "postgresql" or len(reads) < 2:
-        return [statement.rows(**values) for statement, values in reads]
+    if connection.vendor != "postgresql":
+        yield
+        return
     connection.ensure_connection()
-    with connection.connection.pipeline():
-        sent = [statement._run(values) for statement, values in reads]
-        return [Statement._rows_of(compiled, cursor) for compiled, cursor in sent]
+    if connection.connection.pgconn.pipeline_status:  # within another's: sent with its own
+        yield
+        return
+    with connection.wrap_database_errors, connection.connection.pipeline():
+        yield
 
 
 class Update(Statement[M]):
@@ -189,6 +204,11 @@ class Update(Statement[M]):
         _, cursor = self._run(values)
         with cursor:
             return int(cursor.rowcount)
+
+    def sent(self, **values: Any) -> None:
+        """The update sent, its count unread (within `sent_together`, with the others)."""
+        _, cursor = self._run(values)
+        cursor.close()
 
 
 class Returning(Update[M]):

@@ -20,7 +20,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 
 from django.db.models import Max, QuerySet, Value
 
-from .statements import Rows, Statement, rows_together
+from .statements import Rows, Statement, sent_together
 
 Row = TypeVar("Row")
 T = TypeVar("T")
@@ -98,24 +98,44 @@ class Tally(Generic[Row, T]):
 _ahead = threading.local()  # rows read ahead, by tally and session, in this thread
 
 
-@contextlib.contextmanager
-def reading_ahead(session: SessionLike, *tallies: Tally[Any, Any]) -> Iterator[None]:
+def reading_ahead(
+    session: SessionLike, *tallies: Tally[Any, Any]
+) -> contextlib.AbstractContextManager[None]:
     """The new entries of `session` for each of `tallies`, read at once (one round trip on
     PostgreSQL) for their `of` calls within the block to take instead of reading each its own:
     each gives its fold as of the block's start (what the block writes is read by the next
     `of`). A tally that moved on meanwhile reads again; what the block did not take is
     dropped."""
+    with sent_together():
+        return sending_reads(session, *tallies)
+
+
+def sending_reads(
+    session: SessionLike, *tallies: Tally[Any, Any]
+) -> contextlib.AbstractContextManager[None]:
+    """`reading_ahead`'s reads sent (within `sent_together`, with what else goes: after a
+    write sent before them, they read it), and the block that takes them (after it)."""
     known = (session.pk, session.created_at)
     afters = [tally._kept.get(known, (0, None))[0] for tally in tallies]
-    reads = [
-        (tally.statement, {"session_id": session.pk, "after": after})
+    sent = [
+        tally.statement.send(session_id=session.pk, after=after)
         for tally, after in zip(tallies, afters, strict=True)
     ]
+    return _taking(known, tallies, afters, sent)
+
+
+@contextlib.contextmanager
+def _taking(
+    known: tuple[int, datetime],
+    tallies: Sequence[Tally[Any, Any]],
+    afters: list[int],
+    sent: list[Callable[[], Rows]],
+) -> Iterator[None]:
     rows = getattr(_ahead, "rows", None)
     if rows is None:
         rows = _ahead.rows = {}
-    for tally, after, read in zip(tallies, afters, rows_together(reads), strict=True):
-        rows[(id(tally), *known)] = (after, tally.taken(read))
+    for tally, after, read in zip(tallies, afters, sent, strict=True):
+        rows[(id(tally), *known)] = (after, tally.taken(read()))
     try:
         yield
     finally:

@@ -12,9 +12,11 @@ from django.db.models.signals import post_save, pre_save
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from sessions.generation.turns import queue_prompt
 from sessions.models import ChatSession, Entry, PendingPrompt
 from sessions.statements import Insert, Returning, Statement, Update
 
+from . import round_trips
 from .conftest import make_session
 
 pytestmark = pytest.mark.django_db
@@ -274,3 +276,20 @@ def test_an_entry_for_a_session_that_is_gone_is_refused_and_nothing_is_written(o
     with pytest.raises(ChatSession.DoesNotExist):
         gone.append_message("user", [{"type": "text", "text": "into the void"}])
     assert not Entry.objects.filter(session_id=gone.pk).exists()
+
+
+def test_on_postgresql_a_first_prompt_is_claimed_stored_and_read_around_in_two_round_trips(owner):
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite's statements are calls in the process: no round trips")
+    session = make_session(owner)
+    with round_trips.counted(connection) as trips:
+        submitted, claimed = queue_prompt(session, "hello there", "gen-1", "channel-1")
+    assert claimed is not None
+    assert claimed[1].user.content == [{"type": "text", "text": "hello there"}]
+    assert trips == [2]  # the claim; the prompt, the title and the turn's reads, sent together
+    row = ChatSession.objects.get(pk=session.pk)
+    assert (row.leaf_id, row.title, row.generation_id) == (
+        claimed[1].user.pk,
+        "hello there",
+        "gen-1",
+    )

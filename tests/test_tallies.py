@@ -11,6 +11,7 @@ from sessions import mentions, todos, usage
 from sessions.tallies import reading_ahead
 from sessions.todos import Todo
 
+from . import round_trips
 from .conftest import make_session
 
 pytestmark = pytest.mark.django_db
@@ -109,8 +110,10 @@ def test_on_postgresql_the_reads_ahead_go_in_one_round_trip(owner):
         return execute(sql, params, many, context)
 
     with (
+        round_trips.counted(connection) as trips,
         connection.execute_wrapper(note),
         reading_ahead(session, usage.SUMMED, todos.CHANGED, mentions.MENTIONED),
     ):
         pass
     assert piped == [True, True, True]  # each sent before any answer was awaited
+    assert trips == [1]  # their answers read after the pipeline's sync, not before it

@@ -20,11 +20,11 @@ from django.utils import timezone
 
 from .. import mentions, status, store, todos, usage
 from ..agent.session import TurnStart, turn_start
-from ..models import ChatSession, Entry, PendingPrompt, Preferences, PromptTemplate
+from ..models import ChatSession, Entry, PendingPrompt, Preferences, PromptTemplate, appending
 from ..models.refusals import BUSY_BRANCHING
 from ..providers import catalog
-from ..statements import Statement
-from ..tallies import reading_ahead
+from ..statements import Statement, sent_together
+from ..tallies import sending_reads
 from ..tokens import estimate_tokens
 from .claims import claim, claim_free, release, taking_free_and_reading
 from .events import StatusShown, TranscriptShown
@@ -157,9 +157,13 @@ def _begin(session: ChatSession, text: str, *, reread: bool, queued: int | None 
     once found none)."""
     text = PromptTemplate.expand(session.owner_id, text)
     content = [{"type": "text", "text": text}]
-    user = session.append_message(Entry.Role.USER, content, data=mentions.data_of(session, text))
+    data = mentions.data_of(session, text)
+    with sent_together():  # the prompt stored and the reads after it: one round trip, not four
+        stored = appending.sending_message(session, Entry.Role.USER, content, data=data)
+        ahead = sending_reads(session, *TALLIED_AT_A_TURN)
+    user = stored()
     shown = ChatSession.objects.get(pk=session.pk) if reread else session
-    with reading_ahead(session, *TALLIED_AT_A_TURN):  # one round trip, not one each
+    with ahead:
         shown_status = StatusShown(shown, status.read(shown, queued=queued))
         return Turn(text, user, status=shown_status, ready=turn_start(session))
 

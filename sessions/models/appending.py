@@ -1,13 +1,14 @@
 """The statements every append runs, for every message of every prompt (issue 21): the
 session's leaf read under a lock, the entry's row, the session's row written after it, and
 the title a first message gives, each compiled once (`sessions.statements`). On PostgreSQL the
-first three are one statement (`appended`): a round trip there is 0.5–1 ms, and the three in a
+first three are one statement (`_entry_sent`): a round trip there is 0.5–1 ms, and the three in a
 transaction were five of them. The session model is looked up by name: it imports this
 module."""
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -16,6 +17,7 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
+from ..content import text_of, title_from
 from ..statements import Insert, Statement, Update
 from .entry import Entry
 
@@ -61,10 +63,41 @@ TITLED = Update(  # a session's first message titles it, unless it has a title
 )
 
 
-def appended(entry: Entry, *, reported: int, added: int) -> bool:
-    """`entry` (unsaved, its session's id set) written under its session's leaf and made the
-    leaf, the session's context size set to `reported` (a reply's usage) or grown by `added`,
-    atomically; False (and nothing written) when the session does not exist."""
+def sending(session: Any, **fields: Any) -> Callable[[], Entry]:
+    """`session.append(**fields)` sent (within `sent_together`, with what else goes), and what
+    gives the entry once written (after it)."""
+    entry = Entry(session_id=session.pk, **fields).derive()
+    reported, added = entry.reported_context, entry.context_added
+    written = _entry_sent(entry, reported=reported, added=added)
+
+    def appended() -> Entry:
+        if not written():  # as the ORM's get says it
+            raise session.DoesNotExist(f"session {session.pk} does not exist.")
+        session.leaf = entry
+        session.context_tokens = reported or session.context_tokens + added
+        return entry
+
+    return appended
+
+
+def sending_message(
+    session: Any, role: str, content: list[dict[str, Any]], **fields: Any
+) -> Callable[[], Entry]:
+    """`session.append_message(role, content, **fields)` sent (within `sent_together`, with
+    what else goes), and what gives the entry once written (after it)."""
+    appended = sending(session, kind=Entry.Kind.MESSAGE, role=role, content=content, **fields)
+    said = role == Entry.Role.USER and "purpose" not in (fields.get("data") or {})
+    if said and not session.title:  # a person's words, not agentweb's (a handoff request)
+        session.title = title_from(text_of(content))
+        TITLED.sent(session_id=session.pk, title=session.title)
+    return appended
+
+
+def _entry_sent(entry: Entry, *, reported: int, added: int) -> Callable[[], bool]:
+    """`entry` (unsaved, its session's id set) sent to be written under its session's leaf and
+    made the leaf, the session's context size set to `reported` (a reply's usage) or grown by
+    `added`, atomically; and what says whether it was: False (and nothing written) when the
+    session does not exist. After it, `entry` has its id and parent."""
     connection = connections[DEFAULT_DB_ALIAS]
     if connection.vendor == "postgresql":
         return _in_one_statement(connection, entry, reported=reported, added=added)
@@ -73,30 +106,37 @@ def appended(entry: Entry, *, reported: int, added: int) -> bool:
     with transaction.atomic(savepoint=False):
         found = LEAF.first(session_id=entry.session_id)
         if found is None:
-            return False
+            return lambda: False
         (entry.parent_id,) = found
         ENTRY.save(entry)
         written = (REPORTED, reported) if reported else (ADDED, added)
         row = {"session_id": entry.session_id, "leaf_id": entry.pk, "now": timezone.now()}
         written[0].execute(**row, tokens=written[1])
-    return True
+    return lambda: True
 
 
-def _in_one_statement(connection: Any, entry: Entry, *, reported: int, added: int) -> bool:
+def _in_one_statement(
+    connection: Any, entry: Entry, *, reported: int, added: int
+) -> Callable[[], bool]:
     """PostgreSQL: the leaf read under its row lock, the entry inserted under it and the session
     moved to it, by one statement (data-modifying CTEs; one statement is one transaction)."""
     values = ENTRY.prepared(entry)
     del values[_PARENT]  # the leaf's, read in the statement
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     params = [entry.session_id, *values, now, reported, reported, added, entry.session_id]
-    with connection.cursor() as cursor:
-        cursor.execute(_one_statement(), params)
-        row = cursor.fetchone()
-    if row is None:
-        return False
-    entry.parent_id = row[1]
-    ENTRY.saved(entry, row[0])
-    return True
+    cursor = connection.cursor()
+    cursor.execute(_one_statement(), params)
+
+    def written() -> bool:
+        with cursor:
+            row = cursor.fetchone()
+        if row is None:
+            return False
+        entry.parent_id = row[1]
+        ENTRY.saved(entry, row[0])
+        return True
+
+    return written
 
 
 _PARENT = next(n for n, field in enumerate(ENTRY.fields) if field.attname == "parent_id")

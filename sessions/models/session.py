@@ -17,12 +17,11 @@ from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from ..content import fork_title, text_of, title_from
+from ..content import fork_title
 from ..context import context_tokens
 from ..thinking import level_on
 from ..tree import children, path_to, tip
-from . import building, refusals
-from .appending import TITLED, appended
+from . import appending, building, refusals
 from .entry import Entry
 from .refusals import BranchRefused, SessionDeleted
 
@@ -180,23 +179,11 @@ class ChatSession(models.Model):
         The session's context size follows, as the reference agent estimates it: a reply
         that reports its usage sets it; anything else that reaches the model adds its estimate.
         """
-        entry = Entry(session_id=self.pk, **fields).derive()
-        reported, added = entry.reported_context, entry.context_added
-        if not appended(entry, reported=reported, added=added):  # as the ORM's get says it
-            raise ChatSession.DoesNotExist(f"session {self.pk} does not exist.")
-        self.leaf = entry
-        self.context_tokens = reported or self.context_tokens + added
-        return entry
+        return appending.sending(self, **fields)()
 
     def append_message(self, role: str, content: list[dict[str, Any]], **fields: Any) -> Entry:
         """A message (its other columns in `fields`); the first user message titles the session."""
-        entry = self.append(kind=Entry.Kind.MESSAGE, role=role, content=content, **fields)
-        said = role == Entry.Role.USER and "purpose" not in (fields.get("data") or {})
-        if said and not self.title:  # a person's words, not agentweb's (a handoff request)
-            title = title_from(text_of(content))
-            TITLED.execute(session_id=self.pk, title=title)
-            self.title = title
-        return entry
+        return appending.sending_message(self, role, content, **fields)()
 
     def append_custom_message(
         self,
