@@ -169,7 +169,7 @@ def sent_together() -> Iterator[None]:
     gives the reading); elsewhere as it would be (SQLite's statements are calls in the
     process). Read inside it, a statement's answer would cost a round trip of its own.
 
-    The block is one transaction on PostgreSQL, committed at its end."""
+    On PostgreSQL outside a transaction, the block is one, committed at its end."""
     connection = connections[DEFAULT_DB_ALIAS]
     if connection.vendor != "postgresql":
         yield

@@ -158,7 +158,7 @@ def _begin(session: ChatSession, text: str, *, reread: bool, queued: int | None 
     text = PromptTemplate.expand(session.owner_id, text)
     content = [{"type": "text", "text": text}]
     data = mentions.data_of(session, text)
-    with sent_together():  # the prompt stored and the reads after it: one round trip, not four
+    with sent_together():  # the prompt stored and the reads after it: one round trip, were four
         stored = appending.sending_message(session, Entry.Role.USER, content, data=data)
         ahead = sending_reads(session, *TALLIED_AT_A_TURN)
     user = stored()

@@ -87,10 +87,17 @@ def sending_message(
     what else goes), and what gives the entry once written (after it)."""
     appended = sending(session, kind=Entry.Kind.MESSAGE, role=role, content=content, **fields)
     said = role == Entry.Role.USER and "purpose" not in (fields.get("data") or {})
-    if said and not session.title:  # a person's words, not agentweb's (a handoff request)
-        session.title = title_from(text_of(content))
-        TITLED.sent(session_id=session.pk, title=session.title)
-    return appended
+    if not said or session.title:  # a person's words title it, not agentweb's (a handoff request)
+        return appended
+    title = title_from(text_of(content))
+    TITLED.sent(session_id=session.pk, title=title)
+
+    def titled() -> Entry:
+        entry = appended()  # the session is there: its title is the one sent
+        session.title = title
+        return entry
+
+    return titled
 
 
 def _entry_sent(entry: Entry, *, reported: int, added: int) -> Callable[[], bool]:
