@@ -150,6 +150,21 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def postgres_pids() -> list[int]:
+    """The processes of a PostgreSQL server on this machine (its backends come and go), when
+    this user may read them; none otherwise."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() == "postgres":
+                    cpu_seconds(int(entry.name))  # readable
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
 def rss_kb(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -382,9 +397,10 @@ async def measure(
 
 class Timeline:
     """Every 50 ms for `seconds` from the prompts: the CPU the server processes, the fake
-    model's process (when it has one) and this one (the tabs' clients) have spent since, the
-    requests the model has had and the tabs that have their first delta. It shows which
-    process a burst waits on, and when its requests leave."""
+    model's process (when it has one), this one (the tabs' clients) and a PostgreSQL server on
+    this machine (when this user may read its processes) have spent since, the requests the
+    model has had and the tabs that have their first delta. It shows which process a burst
+    waits on, and when its requests leave."""
 
     def __init__(self, pids: list[int], fake: Any, tabs: list[Tab], seconds: float) -> None:
         self.fake, self.tabs, self.seconds = fake, tabs, seconds
@@ -398,7 +414,8 @@ class Timeline:
         self.thread.start()
 
     def _spent(self) -> list[float]:
-        return [sum(cpu_seconds(pid) for pid in pids) for pids in self.processes]
+        groups = [*self.processes, postgres_pids()]
+        return [sum(cpu_seconds(pid) for pid in pids) for pids in groups]
 
     def _sample(self, asked_before: int) -> None:
         began, spent = time.monotonic(), self._spent()
@@ -416,10 +433,11 @@ class Timeline:
         if self.thread is None:
             return []
         self.thread.join()
-        head = "       ms  CPU ms: servers  model  tabs   asked  first delta"
+        head = "       ms  CPU ms: servers  model  tabs  postgres   asked  first delta"
         return [head] + [
-            f"    {at:5.0f}  {servers:15.0f} {model:6.0f} {tabs:5.0f}  {asked:6.0f}  {first:11.0f}"
-            for at, servers, model, tabs, asked, first in self.rows
+            f"    {at:5.0f}  {servers:15.0f} {model:6.0f} {tabs:5.0f}  {database:8.0f}"
+            f"  {asked:6.0f}  {first:11.0f}"
+            for at, servers, model, tabs, database, asked, first in self.rows
         ]
 
 

@@ -256,7 +256,19 @@ def _key(options: dict[str, Any]) -> tuple[Any, ...]:
 
 def _built(options: dict[str, Any]) -> anthropic.AsyncAnthropic:
     # aiohttp reads a stream in about two thirds of httpx's time per event (bench/).
-    return anthropic.AsyncAnthropic(**options, http_client=anthropic.DefaultAioHttpClient())
+    client = anthropic.AsyncAnthropic(**options, http_client=anthropic.DefaultAioHttpClient())
+    _resolve_platform(client)
+    return client
+
+
+def _resolve_platform(client: anthropic.AsyncAnthropic) -> None:
+    """Name the OS for the SDK's headers now, once. Left unset, every request that starts
+    before the first one has resolved it sends `platform.system()` to a worker thread: a burst
+    of 200 first prompts made 200 thread hops, each waking the loop (bench/load.py)."""
+    if getattr(client, "_platform", "") is None:  # the SDK's own cache, on its base client
+        from anthropic._base_client import get_platform
+
+        client._platform = get_platform()
 
 
 def traced() -> dict[str, Any]:
