@@ -15,8 +15,9 @@ from typing import Any
 import psycopg
 import pytest
 from channels.db import database_sync_to_async
-from django.db import connection
+from django.db import DataError, connection
 
+from sessions.database import short
 from sessions.models import ChatSession, Entry
 
 from .conftest import db_async, make_session
@@ -118,6 +119,32 @@ async def test_on_postgresql_a_prompt_waits_for_a_locked_row_without_stalling_ot
     await a_prompt_waits_for_the_lock_while_other_tabs_are_served(
         owner, fake_anthropic, open_tab, its_row_held
     )
+
+
+async def test_on_postgresql_more_calls_than_connections_each_get_their_own_answer(settings):
+    """Thirty calls at once, a few failing, on the few connections kept for calls: each caller
+    gets its own answer or its own error, and the connections serve the calls after them."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite's calls make no round trips")
+    settings.AGENTWEB_PG_WAIT_IN_LINE_SECONDS = 5
+    statements = [
+        "SELECT 1 / 0" if n % 7 == 3 else f"SELECT {n} FROM pg_sleep(0.01)" for n in range(30)
+    ]
+    answers = await asyncio.gather(
+        *[short(one_value)(statement) for statement in statements], return_exceptions=True
+    )
+    for n, answer in enumerate(answers):
+        if n % 7 == 3:
+            assert isinstance(answer, DataError) and "division by zero" in str(answer)
+        else:
+            assert answer == n
+    assert await short(one_value)("SELECT 'after'") == "after"
+
+
+def one_value(statement: str) -> Any:
+    with connection.cursor() as cursor:
+        cursor.execute(statement)
+        return cursor.fetchone()[0]
 
 
 @contextlib.contextmanager
