@@ -135,7 +135,15 @@ class Statement(Generic[M]):
 
     def objects(self, **values: Any) -> list[M]:
         """A model queryset's instances (no select_related), its annotations set on each."""
+        return self._objects_of(*self._run(values))
+
+    def sending_objects(self, **values: Any) -> Callable[[], list[M]]:
+        """`objects`, sent (within `sent_together`, with the others), and what reads them
+        (after it)."""
         compiled, cursor = self._run(values)
+        return lambda: self._objects_of(compiled, cursor)
+
+    def _objects_of(self, compiled: Compiled, cursor: Any) -> list[M]:
         with cursor:
             fetched = cursor.fetchall()
         compiler = compiled.compiler
@@ -204,6 +212,17 @@ class Update(Statement[M]):
         _, cursor = self._run(values)
         with cursor:
             return int(cursor.rowcount)
+
+    def sending_count(self, **values: Any) -> Callable[[], int]:
+        """The update sent (within `sent_together`, with the others), and what reads the count
+        of rows it changed (after it)."""
+        _, cursor = self._run(values)
+
+        def count() -> int:
+            with cursor:
+                return int(cursor.rowcount)
+
+        return count
 
     def sent(self, **values: Any) -> None:
         """The update sent, its count unread (within `sent_together`, with the others)."""

@@ -4,12 +4,14 @@ handoff, and what the session's replies cost."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from . import shapes, usage
 from .models import ChatSession, Entry, PendingPrompt
-from .statements import Statement
+from .statements import Rows, Statement
+from .tallies import sending_reads
 from .tokens import Usage
 
 
@@ -29,17 +31,10 @@ def read(session: ChatSession, *, queued: int | None = None) -> StatusLine:
     caller knows them already)."""
     context_before = None
     if session.parent_session_id:
-        seed = Entry.objects.filter(session=session, parent__isnull=True).only("data").first()
-        context_before = shapes.count(seed.data.get("context_tokens_before")) if seed else None
-    return StatusLine(
-        generating=session.is_generating,
-        generation_kind=session.generation_kind,
-        generation_started_at=session.generation_started_at,
-        queued=PendingPrompt.objects.filter(session=session).count() if queued is None else queued,
-        interrupted=session.was_interrupted,
-        context_before=context_before,
-        session_usage=usage.of_session(session),
-    )
+        context_before = _before(SEED.rows(session_id=session.pk))
+    if queued is None:
+        queued = PendingPrompt.objects.filter(session=session).count()
+    return _line(session, queued, context_before)
 
 
 def read_by_id(session_id: int) -> tuple[ChatSession, StatusLine]:
@@ -48,6 +43,57 @@ def read_by_id(session_id: int) -> tuple[ChatSession, StatusLine]:
     return session, read(session)
 
 
+def sending(session: ChatSession) -> Callable[[], tuple[ChatSession, StatusLine]]:
+    """`read_by_id`'s reads sent (within `sent_together`, with what else goes: after a write
+    sent before them, they read it), and what gives the session afresh and its line from them
+    (after it): one round trip on PostgreSQL, where reading them made three. `session`: as
+    known before (its id, and its creation time for the cost's tally)."""
+    fresh = SESSION.sending_objects(session_id=session.pk)
+    queued = QUEUED.send(session_id=session.pk)
+    seeds = SEED.send(session_id=session.pk)
+    costs = sending_reads(session, usage.SUMMED)
+
+    def line() -> tuple[ChatSession, StatusLine]:
+        found, waiting, seed = fresh(), queued(), seeds()
+        with costs:
+            if not found:
+                raise ChatSession.DoesNotExist(f"no session {session.pk}")
+            shown = found[0]
+            before = _before(seed) if shown.parent_session_id else None
+            return shown, _line(shown, len(waiting), before)
+
+    return line
+
+
+def _line(session: ChatSession, queued: int, context_before: int | None) -> StatusLine:
+    return StatusLine(
+        generating=session.is_generating,
+        generation_kind=session.generation_kind,
+        generation_started_at=session.generation_started_at,
+        queued=queued,
+        interrupted=session.was_interrupted,
+        context_before=context_before,
+        session_usage=usage.of_session(session),
+    )
+
+
+def _before(seed: Rows) -> int | None:
+    """The context's size before the handoff, as the new session's seed entry keeps it."""
+    return shapes.count(seed[0][0].get("context_tokens_before")) if seed else None
+
+
 SESSION: Statement[ChatSession] = Statement(  # every reply's end reads it
     lambda session_id: ChatSession.objects.filter(pk=session_id), session_id=int
+)
+QUEUED: Statement[PendingPrompt] = Statement(
+    lambda session_id: PendingPrompt.objects.filter(session_id=session_id).values_list("pk"),
+    session_id=int,
+)
+SEED: Statement[Entry] = Statement(  # the seed of a session started by a handoff
+    lambda session_id: (
+        Entry.objects.filter(session_id=session_id, parent__isnull=True)
+        .order_by("pk")
+        .values_list("data")[:1]
+    ),
+    session_id=int,
 )

@@ -12,7 +12,7 @@ from django.db.models.signals import post_save, pre_save
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from sessions.generation.turns import queue_prompt
+from sessions.generation.turns import next_turn, queue_prompt
 from sessions.models import ChatSession, Entry, PendingPrompt
 from sessions.statements import Insert, Returning, Statement, Update
 
@@ -293,3 +293,37 @@ def test_on_postgresql_a_first_prompt_is_claimed_stored_and_read_around_in_two_r
         "hello there",
         "gen-1",
     )
+
+
+@pytest.mark.django_db(transaction=True)  # as a call runs: no test's transaction around it
+def test_on_postgresql_a_reply_ends_its_claim_and_reads_the_status_line_in_one_round_trip(
+    owner,
+):
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite's statements are calls in the process: no round trips")
+    session = make_session(owner, exchanges=1)
+    submitted, claimed = queue_prompt(session, "one more question", "gen-1", "channel-1")
+    assert claimed is not None
+    with round_trips.counted(connection) as trips:
+        turn = next_turn(claimed[0], "gen-1", auto_handoff=True)
+    assert trips == [1]  # released if nothing waits, and the line read after it: were nine
+    assert turn.text == "" and turn.status is not None
+    shown, line = turn.status.session, turn.status.line
+    assert (shown.pk, line.generating, line.queued) == (session.pk, False, 0)
+    assert ChatSession.objects.get(pk=session.pk).generation_id == ""
+
+
+def test_a_reply_that_ends_with_a_prompt_queued_sends_it_next_and_keeps_the_claim(owner):
+    session = make_session(owner)
+    _, claimed = queue_prompt(session, "the first question", "gen-1", "channel-1")
+    assert claimed is not None
+    later, none = queue_prompt(session, "asked while it ran", "gen-2", "channel-2")
+    assert none is None and later.queued is not None
+    turn = next_turn(claimed[0], "gen-1", auto_handoff=True)
+    assert turn.text == "asked while it ran"
+    assert turn.user is not None and turn.user.content == [
+        {"type": "text", "text": "asked while it ran"}
+    ]
+    row = ChatSession.objects.get(pk=session.pk)
+    assert (row.generation_id, row.leaf_id) == ("gen-1", turn.user.pk)
+    assert not PendingPrompt.objects.filter(session_id=session.pk).exists()
