@@ -305,20 +305,12 @@ def signed_in(user) -> str:
     return client.cookies["sessionid"].value
 
 
-def held_once(owner, session) -> tuple[str, sign_ins.Standing]:
-    """A sign-in of the owner's and a socket's standing on it, which held once, as at the
-    socket's opening."""
-    key = signed_in(owner)
-    standing = sign_ins.Standing(key, owner.pk, session.pk)
-    assert standing.check()
-    return key, standing
-
-
 def test_on_postgresql_a_sockets_prompt_is_checked_and_claimed_in_one_round_trip(owner):
     if connection.vendor != "postgresql":
         pytest.skip("SQLite's statements are calls in the process: no round trips")
     session = make_session(owner)
-    _, standing = held_once(owner, session)
+    standing = sign_ins.Standing(signed_in(owner), owner.pk, session.pk)
+    assert standing.check()  # it held once, as at the socket's opening
     with round_trips.counted(connection) as trips:
         submitted, claimed = queue_prompt(session, "hello there", "gen-1", "channel-1", standing)
     assert trips == [2]  # the check and the claim; the prompt and its reads: were three
@@ -329,7 +321,9 @@ def test_on_postgresql_a_sockets_prompt_is_checked_and_claimed_in_one_round_trip
 
 def test_a_sign_in_whose_data_changed_since_it_held_still_has_its_prompt_sent(owner):
     session = make_session(owner)
-    key, standing = held_once(owner, session)
+    key = signed_in(owner)
+    standing = sign_ins.Standing(key, owner.pk, session.pk)
+    assert standing.check()
     kept = SessionStore(session_key=key)
     kept["theme"] = "dark"  # a page wrote to the sign-in's session: its data is not as it held
     kept.save()
@@ -343,7 +337,9 @@ def test_a_sign_in_whose_data_changed_since_it_held_still_has_its_prompt_sent(ow
 
 def test_a_sign_in_ended_since_it_held_has_its_prompt_refused_and_nothing_claimed(owner):
     session = make_session(owner)
-    key, standing = held_once(owner, session)
+    key = signed_in(owner)
+    standing = sign_ins.Standing(key, owner.pk, session.pk)
+    assert standing.check()
     SessionStore(session_key=key).delete()  # signed out in another tab
     submitted, claimed = queue_prompt(session, "hello there", "gen-1", "channel-1", standing)
     assert submitted.unchecked and claimed is None
