@@ -63,9 +63,11 @@ class SessionConsumer(LeanConsumer):
             settings.AGENTWEB_FRAMES_PER_SECOND, settings.AGENTWEB_FRAME_BURST
         )
         self.awaiting_snapshot_since = 0.0
-        self.standing = sign_ins.Standing(login, user.pk, session.pk)  # as a frame last read it
+        self.generating_on = ""  # the channel of the session's generation, as a frame last read
+        self.standing: tuple[bool, str | None] = (True, "")  # the last check: signed in, channel
         self.user_id = user.pk
         self.user_group = tabs.user_group(user.pk)
+        self.login = login
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.channel_layer.group_add(self.user_group, self.channel_name)
         self.joined = True
@@ -87,16 +89,6 @@ class SessionConsumer(LeanConsumer):
             await self.channel_layer.group_discard(self.group, self.channel_name)
             await self.channel_layer.group_discard(self.user_group, self.channel_name)
 
-    @property
-    def login(self) -> str:
-        """The sign-in this socket was opened with (its session key)."""
-        return self.standing.session_key
-
-    @property
-    def generating_on(self) -> str:
-        """The channel of the session's generation, as a frame last read it: where a Cancel goes."""
-        return self.standing.channel or ""
-
     async def user_logout(self, event: dict[str, Any]) -> None:
         """The sign-in this socket was opened with has ended: no more transcript for it."""
         if not event["login"] or event["login"] == self.login:
@@ -104,7 +96,7 @@ class SessionConsumer(LeanConsumer):
 
     async def user_recheck(self, event: dict[str, Any]) -> None:
         """The password changed: only the sign-in that changed it goes on (under a new key)."""
-        self.standing.session_key = event["renamed"].get(self.login, self.login)
+        self.login = event["renamed"].get(self.login, self.login)
         if not await database_sync_to_async(sign_ins.holds)(self.login, self.user_id):
             await self.close(code=CLOSE_UNAUTHENTICATED)
 
@@ -115,16 +107,25 @@ class SessionConsumer(LeanConsumer):
     async def may_act(self) -> bool:
         """Before a frame is acted on: the sign-in still holds (Django's rules: not signed out,
         not expired, the password unchanged) and the session is not deleted."""
-        if await short(self.standing.check, reads=True)():
+        if await short(self.stands, reads=True)():
             return True
         await self.stand_down()
         return False
 
+    def stands(self) -> bool:
+        """The frame's check (a database call): whether this socket may act now."""
+        # The sign-in, and the session's generation channel ("" none runs, None not kept).
+        self.standing = sign_ins.holds_beside(self.login, self.user_id, self.session.pk)
+        signed_in, channel = self.standing
+        self.generating_on = channel or ""  # where a Cancel goes, as just read
+        return signed_in and channel is not None
+
     async def stand_down(self) -> None:
         """The check said no: the socket closes, saying why."""
-        if not self.standing.signed_in:
+        signed_in, channel = self.standing
+        if not signed_in:
             await self.close(code=CLOSE_UNAUTHENTICATED)
-        elif self.standing.channel is None:
+        elif channel is None:
             await self.session_deleted({"html": partials.notice(announce.DELETED, "error")})
 
     # --- from the browser ------------------------------------------------------
@@ -194,7 +195,7 @@ class SessionConsumer(LeanConsumer):
     async def prompt(self, text: str, *, checked: bool = False) -> None:
         """A prompt for the model; the frame's check made in the prompt's own database call
         unless it was `checked` already."""
-        check = None if checked else self.standing
+        check = None if checked else self.stands
         outcome = await generation.submit(self.session, text, render, check)
         if outcome.unchecked:
             await self.stand_down()
@@ -313,6 +314,12 @@ def _opening(login: str, user: User, session_id: int) -> tuple[bool, ChatSession
     """At connect: the sign-in holds by the frames' own check (which then knows it: the first
     frame costs no more than the next), and the session if it is the user's."""
     return sign_ins.holds(login, user.pk), store.owned_session(user, session_id)
+
+
+def _standing(login: str, user_id: int, session_id: int) -> tuple[bool, str | None]:
+    """Whether the sign-in holds, and the channel of the session's generation ("" when none
+    runs; None when the session is not kept): one statement."""
+    return sign_ins.holds_beside(login, user_id, session_id)
 
 
 CATCH_UP_LIMIT = 200

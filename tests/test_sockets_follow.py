@@ -102,18 +102,14 @@ def expire_sign_ins() -> None:  # as time does
     Session.objects.update(expire_date=timezone.now() - timedelta(seconds=1))
 
 
-@pytest.mark.parametrize("typed", ["/rename A new name", "Still there?"])
 @pytest.mark.parametrize("end", [clear_sign_ins, expire_sign_ins], ids=["cleared", "expired"])
-async def test_an_ended_sign_in_refuses_the_next_frame(owner, open_tab, end, typed):
+async def test_an_ended_sign_in_refuses_the_next_frame(owner, open_tab, end):
     session = await db_async(make_session)(owner, exchanges=1)
     tab = await held_once(open_tab, owner, session)
     await db_async(end)()
-    await tab.send(message=typed)
+    await tab.send(message="/rename A new name")
     assert await tab.ws.receive_output(timeout=3) == CLOSED_SIGNED_OUT
-    row = await db_async(ChatSession.objects.get)(pk=session.pk)
-    assert (row.title, row.generation_id) == ("question 0", "")
-    assert await entry_count(session) == 2
-    assert not await db_async(PendingPrompt.objects.exists)()
+    assert (await db_async(ChatSession.objects.get)(pk=session.pk)).title == "question 0"
 
 
 async def test_a_user_deactivated_after_a_frame_held_is_refused_the_next_frame(owner, open_tab):

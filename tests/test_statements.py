@@ -6,15 +6,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.contrib.sessions.backends.db import SessionStore
 from django.db import connection
 from django.db.models import Exists, F, OuterRef
 from django.db.models.signals import post_save, pre_save
-from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from sessions import sign_ins
 from sessions.generation.turns import next_turn, queue_prompt
 from sessions.models import ChatSession, Entry, PendingPrompt
 from sessions.statements import Insert, Returning, Statement, Update
@@ -296,57 +293,6 @@ def test_on_postgresql_a_first_prompt_is_claimed_stored_and_read_around_in_two_r
         "hello there",
         "gen-1",
     )
-
-
-def signed_in(user) -> str:
-    """A sign-in of `user`'s, as a page makes it: its session key."""
-    client = Client()
-    client.force_login(user)
-    return client.cookies["sessionid"].value
-
-
-def test_on_postgresql_a_sockets_prompt_is_checked_and_claimed_in_one_round_trip(owner):
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite's statements are calls in the process: no round trips")
-    session = make_session(owner)
-    standing = sign_ins.Standing(signed_in(owner), owner.pk, session.pk)
-    assert standing.check()  # it held once, as at the socket's opening
-    with round_trips.counted(connection) as trips:
-        submitted, claimed = queue_prompt(session, "hello there", "gen-1", "channel-1", standing)
-    assert trips == [2]  # the check and the claim; the prompt and its reads: were three
-    assert claimed is not None and not submitted.unchecked
-    assert (standing.signed_in, standing.channel) == (True, "")
-    assert ChatSession.objects.get(pk=session.pk).generation_id == "gen-1"
-
-
-def test_a_sign_in_whose_data_changed_since_it_held_still_has_its_prompt_sent(owner):
-    session = make_session(owner)
-    key = signed_in(owner)
-    standing = sign_ins.Standing(key, owner.pk, session.pk)
-    assert standing.check()
-    kept = SessionStore(session_key=key)
-    kept["theme"] = "dark"  # a page wrote to the sign-in's session: its data is not as it held
-    kept.save()
-    submitted, claimed = queue_prompt(session, "hello there", "gen-1", "channel-1", standing)
-    assert claimed is not None and not submitted.unchecked
-    assert claimed[1].user is not None and claimed[1].user.content == [
-        {"type": "text", "text": "hello there"}
-    ]
-    assert ChatSession.objects.get(pk=session.pk).generation_id == "gen-1"
-
-
-def test_a_sign_in_ended_since_it_held_has_its_prompt_refused_and_nothing_claimed(owner):
-    session = make_session(owner)
-    key = signed_in(owner)
-    standing = sign_ins.Standing(key, owner.pk, session.pk)
-    assert standing.check()
-    SessionStore(session_key=key).delete()  # signed out in another tab
-    submitted, claimed = queue_prompt(session, "hello there", "gen-1", "channel-1", standing)
-    assert submitted.unchecked and claimed is None
-    assert (standing.signed_in, standing.channel) == (False, None)
-    row = ChatSession.objects.get(pk=session.pk)
-    assert (row.generation_id, row.leaf_id) == ("", None)
-    assert not PendingPrompt.objects.exists()
 
 
 @pytest.mark.django_db(transaction=True)  # as a call runs: no test's transaction around it

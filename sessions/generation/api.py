@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections.abc import Callable
 
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
@@ -20,7 +21,6 @@ from ..agent import AgentSession
 from ..agent.handoff_run import switch_failed
 from ..database import short
 from ..models import ChatSession, Entry
-from ..sign_ins import Standing
 from .claims import claim, claim_of, expire
 from .events import Render
 from .job import RUNNING, Job
@@ -47,11 +47,11 @@ async def start(
 
 
 async def submit(
-    session: ChatSession, text: str, render: Render, check: Standing | None = None
+    session: ChatSession, text: str, render: Render, check: Callable[[], bool] | None = None
 ) -> Submitted:
     """Queue the prompt, and start a generation unless one runs (the prompt then waits).
-    `check`: the socket's standing, its frame's check made in the same database call; when
-    it does not hold, nothing is done (`unchecked`)."""
+    `check`: the caller's reads, made first in the same database call (a frame's check);
+    when it says no, nothing is done (`unchecked`)."""
     generation_id, channel = await _new_generation()
     submitted, claimed = await short(queue_prompt)(session, text, generation_id, channel, check)
     if claimed is not None:

@@ -91,24 +91,16 @@ TAKE_LAPSED = _taking(ChatSession.claimable)  # free, or its lease ran out
 
 def taking_free_and_reading(
     read: Callable[[int], QuerySet[ChatSession, Any]],
-    where: Callable[[dict[str, Any]], Q] | None = None,
-    **names: type,
 ) -> Returning[ChatSession]:
     """The claim taken when the session is free and its owner runs fewer generations than
     `under` (the owner's cap, SPEC B8), and the session read as `read(session_id)` after it:
-    one statement where a prompt made three (the owner's count, the claim, the read).
-    `where(claim)`: a further condition, of the claim's values and its own `names`."""
+    one statement where a prompt made three (the owner's count, the claim, the read)."""
     return Returning(
-        _claimed_where(
-            lambda claim: (
-                Q(generation_id="") & _owner_runs_fewer(claim) & (where(claim) if where else Q())
-            )
-        ),
+        _claimed_where(lambda claim: Q(generation_id="") & _owner_runs_fewer(claim)),
         lambda session_id, **claim: read(session_id),
         session_id=int,
         **CLAIM,
         under=int,
-        **names,
     )
 
 
@@ -122,31 +114,12 @@ def _owner_runs_fewer(claim: dict[str, Any]) -> Q:
 
 
 def claim_free(
-    taking: Returning[ChatSession],
-    session_id: int,
-    generation_id: str,
-    kind: str,
-    channel: str,
-    **more: Any,
+    taking: Returning[ChatSession], session_id: int, generation_id: str, kind: str, channel: str
 ) -> ChatSession | None:
     """`taking` (`taking_free_and_reading`) run: the session as read after its claim, or None
-    when it was not free or its owner was at the cap (`claim` and the caps then say which).
-    `more`: the values of `taking`'s own condition."""
-    return sending_claim_free(taking, session_id, generation_id, kind, channel, **more)()
-
-
-def sending_claim_free(
-    taking: Returning[ChatSession],
-    session_id: int,
-    generation_id: str,
-    kind: str,
-    channel: str,
-    **more: Any,
-) -> Callable[[], ChatSession | None]:
-    """`claim_free`, sent (within `sent_together`, with the others), and what reads its
-    answer (after it)."""
+    when it was not free or its owner was at the cap (`claim` and the caps then say which)."""
     now = timezone.now()
-    claimed = taking.sending_objects(
+    claimed = taking.objects(
         session_id=session_id,
         id=generation_id,
         kind=kind,
@@ -154,9 +127,8 @@ def sending_claim_free(
         now=now,
         until=ChatSession.lease_until(now),
         under=settings.AGENTWEB_MAX_GENERATIONS_PER_USER,
-        **more,
     )
-    return lambda: next(iter(claimed()), None)
+    return claimed[0] if claimed else None
 
 
 def record_interruption(session_id: int) -> None:

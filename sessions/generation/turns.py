@@ -8,6 +8,7 @@ job's last look at the queue, or finds the claim released and starts a generatio
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -23,11 +24,10 @@ from ..models import ChatSession, Entry, PendingPrompt, Preferences, PromptTempl
 from ..models.refusals import BUSY_BRANCHING
 from ..models.session import UNCLAIMED
 from ..providers import catalog
-from ..sign_ins import AS_HELD, Standing, still_held
 from ..statements import Statement, Update, sent_together
 from ..tallies import sending_reads
 from ..tokens import estimate_tokens
-from .claims import claim, claim_free, release, sending_claim_free, taking_free_and_reading
+from .claims import claim, claim_free, release, taking_free_and_reading
 from .events import StatusShown, TranscriptShown
 
 AUTO_HANDOFF = (
@@ -66,18 +66,21 @@ def queue_prompt(
     text: str,
     generation_id: str,
     channel: str,
-    check: Standing | None = None,
+    check: Callable[[], bool] | None = None,
 ) -> tuple[Submitted, tuple[ChatSession, Turn] | None]:
     """A prompt in one database call: refused over a cap, else queued; and when no generation
     runs, the session claimed and the job's first turn taken, ready to send. `check`, when
-    given, is the socket's: its frame's check is made first, and may stop it.
+    given, runs first (the caller's own reads: a frame's check) and may stop it.
 
     Under load, every call on the one database thread waits behind the calls of every other
     prompt, so a prompt's request goes out after this one call.
     """
-    claimed = _checked_and_claimed(session, text, generation_id, channel, check)
-    if isinstance(claimed, Submitted):  # the check said no, or a mention is refused
-        return claimed, None
+    if check is not None and not check():
+        return Submitted(unchecked=True), None
+    if refusal := mentions.refusal(session, text):
+        return Submitted(refusal=refusal), None
+    # The common case in one statement: the session free, its owner under the cap.
+    claimed = claim_free(CLAIMED_IF_FREE, session.pk, generation_id, "prompt", channel)
     if claimed is None:  # busy, a lapsed claim, or the owner at the cap: which, and its words
         if refusal := over_a_cap(session, queueing=True):
             return Submitted(refusal=refusal), None
@@ -94,36 +97,6 @@ def queue_prompt(
         claimed = ChatSession.objects.get(pk=session.pk)
         return Submitted(), (claimed, next_turn(claimed, generation_id, auto_handoff=True))
     return Submitted(queued=StatusShown(*status.read_by_id(session.pk))), None
-
-
-def _checked_and_claimed(
-    session: ChatSession, text: str, generation_id: str, channel: str, check: Standing | None
-) -> ChatSession | Submitted | None:
-    """The frame's check, then the claim when the session is free and its owner under the cap:
-    the session as claimed; None, not claimed; or what stopped the prompt.
-
-    Under load, every call waits behind the calls of every other prompt, each of its round
-    trips in line again: when the sign-in held at an earlier frame, the check and the claim
-    go in one, the claim standing on the sign-in as it held then."""
-    held = check.as_held() if check is not None and not mentions.ids_in(text) else None
-    if check is not None and held is not None:
-        with sent_together():  # one round trip, were two
-            holds = check.sending()
-            taking = sending_claim_free(
-                CLAIMED_IF_HELD, session.pk, generation_id, "prompt", channel, **held
-            )
-        claimed = taking()
-        if not holds():
-            if claimed is not None:  # the sign-in ended between the two statements
-                release(session.pk, generation_id)
-            return Submitted(unchecked=True)
-        return claimed  # None: busy, at the cap, or the sign-in not as it held (the caller asks)
-    if check is not None and not check.check():
-        return Submitted(unchecked=True)
-    if refusal := mentions.refusal(session, text):
-        return Submitted(refusal=refusal)
-    # The common case in one statement: the session free, its owner under the cap.
-    return claim_free(CLAIMED_IF_FREE, session.pk, generation_id, "prompt", channel)
 
 
 def _as_claimed(session_id: int) -> tuple[ChatSession, bool, int | None]:
@@ -146,9 +119,6 @@ def _claimed(session_id: int) -> QuerySet[ChatSession, Any]:
 
 AS_CLAIMED: Statement[ChatSession] = Statement(_claimed, session_id=int)
 CLAIMED_IF_FREE = taking_free_and_reading(_claimed)
-CLAIMED_IF_HELD = taking_free_and_reading(  # and the frame's check would hold
-    _claimed, lambda claim: ChatSession.kept() & still_held(claim), **AS_HELD
-)
 
 
 def first_turn(
