@@ -103,6 +103,46 @@ async def test_a_tab_that_joins_mid_reply_sees_the_thinking_so_far(owner, fake_a
     await generation.wait_idle()
 
 
+def status_line(html: str) -> str:
+    """The last status line in what a tab received."""
+    return html[html.rindex('<div id="status"') :]
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_the_status_line_pushed_to_a_tab_shows_the_level_and_locks_the_pickers_while_a_reply_runs(
+    owner, fake_anthropic, open_tab
+):
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(Reply(chunks=["Working", " on it."], hold_after=1))
+    fake_anthropic.enqueue(Reply.text("Again."))
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="/thinking high")
+    chosen = status_line(await tab.until("Thinking level: high"))
+    assert '<option value="high" selected>high</option>' in chosen
+    assert '<select id="model-picker" name="model">' in chosen
+    await tab.send(message="Go")
+    running = status_line(await tab.until("Working"))
+    assert '<select id="model-picker" name="model" disabled>' in running
+    assert (
+        '<select id="thinking-picker" name="level" disabled aria-describedby="thinking-note">'
+        in (running)
+    )
+    assert '<option value="high" selected>high</option>' in running
+    fake_anthropic.release()
+    idle = status_line(await tab.until_idle())
+    assert '<select id="model-picker" name="model">' in idle
+    assert '<select id="thinking-picker" name="level" aria-describedby="thinking-note">' in idle
+    await tab.send(message="/thinking low")
+    lowered = status_line(await tab.until("Thinking level: low"))
+    assert '<option value="low" selected>low</option>' in lowered
+    assert '<option value="high">high</option>' in lowered
+    await tab.send(message="Once more")
+    await tab.until("Again.")
+    assert '<option value="low" selected>low</option>' in status_line(await tab.until_idle())
+    await generation.wait_idle()
+
+
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)
 async def test_slash_thinking_alone_tells_the_level_and_a_wrong_one_is_refused(

@@ -112,7 +112,44 @@ def blocks_closed(markdown: str, tail: str) -> str:
 
 
 def status(session: ChatSession, line: StatusLine) -> str:
-    return render_to_string(f"{PAGE}#status", {**status_context(session, line), "oob": True})
+    """The status line pushed to the tabs: its pickers rendered once for what they show (a
+    prompt pushes the line twice, and they were half its render)."""
+    context = status_context(session, line)
+    context["pickers"] = _pickers(
+        get_script_prefix(),
+        session.pk,
+        catalog.spec(session.model),
+        session.thinking_level,
+        line.generating,
+        tuple(context["models"]),
+        context["model_offered"],
+    )
+    return render_to_string(f"{PAGE}#status", {**context, "oob": True})
+
+
+@lru_cache(maxsize=2048)  # about 1.4 KB each: two a session (generating or not), 1,000 sessions
+def _pickers(
+    prefix: str,
+    session_id: int,
+    model: catalog.ModelSpec,
+    thinking_level: str,
+    generating: bool,
+    models: tuple[catalog.ModelSpec, ...],
+    model_offered: bool,
+) -> str:
+    """The status line's model and thinking pickers, as a push shows them: without the CSRF
+    field (a push has no request; the page renders its pickers with one)."""
+    context = {
+        "model_id": model.id,
+        "thinking_level": thinking_level,
+        "generating": generating,
+        "models": models,
+        "model_offered": model_offered,
+        "thinks": not model.is_local,
+        "thinking_levels": thinking.LEVELS,
+        "actions": _actions(prefix, session_id),
+    }
+    return render_to_string(f"{PAGE}#pickers", context)
 
 
 def status_context(session: ChatSession, line: StatusLine) -> dict[str, Any]:
@@ -122,6 +159,8 @@ def status_context(session: ChatSession, line: StatusLine) -> dict[str, Any]:
     offered = catalog.is_offered(session.model)
     return {
         "session": session,
+        "model_id": session.model,
+        "thinking_level": session.thinking_level,
         "generating": line.generating,
         "generation_kind": line.generation_kind,
         "generation_started_at": line.generation_started_at,
