@@ -141,6 +141,29 @@ async def test_on_postgresql_more_calls_than_connections_each_get_their_own_answ
     assert await short(one_value)("SELECT 'after'") == "after"
 
 
+async def test_on_postgresql_a_call_answered_in_line_ends_in_the_callers_own_step(settings):
+    """A call whose answers come within the wait in line goes on in its caller's own step of the
+    loop: nothing else runs between its start and its end (under load a Cancel's frame check
+    waited two turns of the busy loop for it). A call that waits past it lets the loop serve
+    the others meanwhile."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite's calls make no round trips")
+    settings.AGENTWEB_PG_WAIT_IN_LINE_SECONDS = 0.2
+    assert await short(one_value)("SELECT 'a connection made'") == "a connection made"
+    ran: list[str] = []
+    asyncio.get_running_loop().call_soon(ran.append, "another task's step")
+    assert await short(one_value)("SELECT 'answered in line'") == "answered in line"
+    assert ran == []
+    failing = short(one_value)("SELECT 1 / 0")
+    with pytest.raises(DataError, match="division by zero"):
+        await failing
+    assert ran == []
+    answer = await short(one_value)("SELECT 'answered late' FROM pg_sleep(0.5)")
+    assert answer == "answered late"
+    assert ran == ["another task's step"]
+    assert await short(one_value)("SELECT 'and after'") == "and after"
+
+
 def one_value(statement: str) -> Any:
     with connection.cursor() as cursor:
         cursor.execute(statement)
