@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterator
 
+import msgpack
 import pytest
 import pytest_asyncio
+import redis as redis_py
 from asgiref.sync import async_to_sync
 from redis import asyncio as aioredis
 
@@ -90,6 +92,32 @@ async def test_a_process_subscribes_to_two_redis_channels_whatever_its_sockets(r
     finally:
         await client.aclose()
     assert len(subscribed) == 2  # the bus, and the process's own channel
+
+
+@pytest.mark.asyncio
+async def test_a_cancel_is_read_before_the_bus_batches_that_came_ahead_of_it(redis, processes):
+    """Under load a process's bus connection has other processes' batches waiting to be read:
+    a message to one of its channels (a Cancel) is read at once, not after them."""
+    here, there = processes
+    tab, job = await there.new_channel(), await there.new_channel()
+    await there.group_add("session.7", tab)
+    layer = there._get_layer()
+    event = here.serialize({"type": "agent.event", "text": "a token " * 10})
+    batch = msgpack.packb(["another process", [("session.7", event)] * 50])
+    cancel = msgpack.packb([job, here.serialize({"type": "generation.cancel"})])
+    client = redis_py.Redis.from_url(redis.url)  # blocking: the loop reads nothing meanwhile
+    try:
+        for _ in range(400):
+            client.publish(layer.bus, batch)
+        client.publish(layer.inbox, cancel)
+    finally:
+        client.close()
+    async with asyncio.timeout(10):
+        assert (await there.receive(job))["type"] == "generation.cancel"
+    assert layer.channels[tab].qsize() < 400 * 50  # the bus's batches were still being read
+    async with asyncio.timeout(10):
+        while layer.channels[tab].qsize() < 400 * 50:
+            await asyncio.sleep(0.01)  # and every one of them came
 
 
 def test_a_group_message_sent_from_synchronous_code_reaches_another_process(redis):

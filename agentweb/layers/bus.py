@@ -11,7 +11,8 @@ a subscription per socket. Here (docs/PERFORMANCE.md, "The bus"):
   to, the *bus*, gathered for a few milliseconds into one publish;
 * a message to a channel of another process goes at once (a Cancel must not wait) to that
   process's own channel: a channel's name says which process owns it;
-* each process subscribes to two Redis channels in all, whatever its sockets.
+* each process subscribes to two Redis channels in all, whatever its sockets, each on a
+  connection of its own (a Cancel is not read behind the bus's batches).
 
 A process reads every batch on the bus, its groups or not; it unpacks a batch's envelope, not
 the messages of groups it has no member of. Channels not made by `new_channel` (named worker
@@ -31,7 +32,7 @@ from channels_redis.pubsub import (
     RedisPubSubLoopLayer,
     RedisSingleShardConnection,
 )
-from channels_redis.utils import _wrap_close, decode_hosts
+from channels_redis.utils import _consistent_hash, _wrap_close, decode_hosts
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,9 @@ class BusLoopLayer(RedisPubSubLoopLayer):  # type: ignore[misc]
         self.bus = f"{self.prefix}__bus__"  # every process's group messages
         self.batch_seconds = batch_seconds
         self._shards = [BusShard(host, self) for host in decode_hosts(hosts)]
+        # The inbox's own subscriptions, one a Redis: a Cancel is read at once, not behind the
+        # bus's batches on a connection they keep busy.
+        self._inbox_shards = [BusShard(host, self) for host in decode_hosts(hosts)]
         self.members: dict[str, set[str]] = {}  # group → this process's channels in it
         self.outbox: list[tuple[str, bytes]] = []  # group messages not yet on the bus
         self._flush_at: asyncio.TimerHandle | None = None
@@ -168,7 +172,8 @@ class BusLoopLayer(RedisPubSubLoopLayer):  # type: ignore[misc]
         if self._listening:
             return
         self._listening = True
-        await self._get_shard(self.inbox).subscribe(self.inbox)
+        inbox_shard = self._inbox_shards[_consistent_hash(self.inbox, len(self._inbox_shards))]
+        await inbox_shard.subscribe(self.inbox)  # on the Redis its senders publish to
         await self._get_shard(self.bus).subscribe(self.bus)
 
     async def flush(self) -> None:
@@ -181,6 +186,8 @@ class BusLoopLayer(RedisPubSubLoopLayer):  # type: ignore[misc]
         await self._publish_outbox()
         self.members, self._listening = {}, False
         await super().flush()
+        for shard in self._inbox_shards:
+            await shard.flush()
 
 
 class BusShard(RedisSingleShardConnection):  # type: ignore[misc]
