@@ -78,28 +78,27 @@ async def run(func: Callable[[], R]) -> R:
     if not kept.idle:
         return await asyncio.shield(asyncio.ensure_future(_run(func)))
     connection = kept.idle.pop()
-    try:
-        call = _call(func, connection)
-        request = _resumed(call, connection, None)
-    except BaseException:
-        kept.give_back(connection)
-        raise
+    call, request = _started(func, connection)
     if call.dead:
         kept.give_back(connection)
         return request  # type: ignore[no-any-return]  # the call's result
-    return await asyncio.shield(asyncio.ensure_future(_went_on(call, connection, request)))
+    return await asyncio.shield(asyncio.ensure_future(_went_on(call, request, connection)))
 
 
 async def _run(func: Callable[[], R]) -> R:
-    kept = _kept()
-    connection = await kept.take()
+    connection = await _kept().take()
+    return await _went_on(*_started(func, connection), connection)  # type: ignore[no-any-return]
+
+
+def _started(func: Callable[[], R], connection: Any) -> tuple[Call, Any]:
+    """The call begun on `connection`, run until it waits (its wait) or ends (its result);
+    should it raise, its connection is given back."""
     try:
         call = _call(func, connection)
-        request = _resumed(call, connection, None)
+        return call, _resumed(call, connection, None)
     except BaseException:
-        kept.give_back(connection)
+        _kept().give_back(connection)
         raise
-    return await _went_on(call, connection, request)
 
 
 def _call(func: Callable[[], R], connection: Any) -> Call:
@@ -117,7 +116,7 @@ def _call(func: Callable[[], R], connection: Any) -> Call:
     return call
 
 
-async def _went_on(call: Call, connection: Any, request: Any) -> Any:
+async def _went_on(call: Call, request: Any, connection: Any) -> Any:
     """The call resumed, each time the socket it waits for is ready, to its end (its result);
     its connection then given back."""
     try:
