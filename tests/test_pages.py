@@ -240,6 +240,22 @@ def test_the_list_says_relative_times_as_the_page_keeps_them(client, owner):
 
 
 @pytest.mark.django_db
+def test_a_relative_time_gives_its_full_date_to_the_minute_on_hover(client, owner):
+    from datetime import UTC, datetime
+
+    moments = [datetime(2026, 12, 4, 9, 41, s, tzinfo=UTC) for s in (5, 50)]
+    moments.append(datetime(2026, 12, 4, 9, 42, 10, tzinfo=UTC))
+    for moment in moments:
+        session = make_session(owner, exchanges=1)
+        ChatSession.objects.filter(pk=session.pk).update(updated_at=moment)
+    client.force_login(owner)
+    page = client.get("/").content.decode()
+    assert page.count('title="4 Dec 2026, 09:41" data-relative>') == 2
+    assert page.count('title="4 Dec 2026, 09:42" data-relative>') == 1
+    assert '<time datetime="2026-12-04T09:41:50+00:00"' in page
+
+
+@pytest.mark.django_db
 def test_the_favicon_is_served_to_anyone(client):
     response = client.get("/favicon.ico")
     assert response.status_code == 301 and response.url.endswith("favicon.svg")

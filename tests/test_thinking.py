@@ -145,6 +145,19 @@ async def test_the_status_line_pushed_to_a_tab_shows_the_level_and_locks_the_pic
 
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)
+async def test_each_sessions_pushed_pickers_post_to_that_session(owner, open_tab):
+    first, second = [await db_async(make_session)(owner) for _ in range(2)]
+    for session, other in ((first, second), (second, first)):
+        _, tab = await open_tab(owner, session)
+        await tab.send(message="/thinking high")
+        line = status_line(await tab.until("Thinking level: high"))
+        assert f'hx-post="/sessions/{session.pk}/model/"' in line
+        assert f'action="/sessions/{session.pk}/thinking/"' in line
+        assert f"/sessions/{other.pk}/" not in line
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
 async def test_slash_thinking_alone_tells_the_level_and_a_wrong_one_is_refused(
     owner, fake_anthropic, open_tab
 ):

@@ -112,25 +112,34 @@ def blocks_closed(markdown: str, tail: str) -> str:
 
 
 def status(session: ChatSession, line: StatusLine) -> str:
-    """The status line pushed to the tabs: its pickers rendered once for what they show (a
-    prompt pushes the line twice, and they were half its render)."""
+    """The status line pushed to the tabs: its pickers rendered once for what they show, for
+    any session, then given this session's URLs (a prompt pushes the line twice, and they
+    were half its render)."""
     context = status_context(session, line)
-    context["pickers"] = _pickers(
-        get_script_prefix(),
-        session.pk,
+    prefix = get_script_prefix()
+    pickers = _pickers(
+        prefix,
         catalog.spec(session.model),
         session.thinking_level,
         line.generating,
         tuple(context["models"]),
         context["model_offered"],
     )
+    here = context["actions"]
+    for name, url in _actions(prefix, ANY_SESSION).items():  # each an attribute's whole value
+        pickers = pickers.replace(f'"{url}"', f'"{here[name]}"')
+    context["pickers"] = mark_safe(pickers)  # noqa: S308 - rendered; the URLs are reversed
     return render_to_string(f"{PAGE}#status", {**context, "oob": True})
 
 
-@lru_cache(maxsize=2048)  # about 1.4 KB each: two a session (generating or not), 1,000 sessions
+# The session the pickers are rendered for once, for every session: its URLs are replaced by
+# the session's own (ids count from 1).
+ANY_SESSION = 0
+
+
+@lru_cache(maxsize=256)  # about 1.4 KB each: a few for each model and level
 def _pickers(
     prefix: str,
-    session_id: int,
     model: catalog.ModelSpec,
     thinking_level: str,
     generating: bool,
@@ -147,7 +156,7 @@ def _pickers(
         "model_offered": model_offered,
         "thinks": not model.is_local,
         "thinking_levels": thinking.LEVELS,
-        "actions": _actions(prefix, session_id),
+        "actions": _actions(prefix, ANY_SESSION),
     }
     return render_to_string(f"{PAGE}#pickers", context)
 
