@@ -20,6 +20,18 @@ from sessions.models import ChatSession, Entry
 from .fake_anthropic import FakeAnthropic
 
 FAKE_MODEL = "claude-fake-test"
+
+
+def claude_env(fake_url: str) -> dict[str, str]:
+    """A server process's environment for Claude at the fake Anthropic server (no retries)."""
+    return {
+        "AGENTWEB_MODEL": FAKE_MODEL,
+        "ANTHROPIC_API_KEY": "test-key",
+        "ANTHROPIC_BASE_URL": fake_url,
+        "AGENTWEB_MAX_RETRIES": "0",
+    }
+
+
 # The six sections of a handoff document (SPEC H4), as a test writes them.
 SIX_SECTIONS = (
     "Goal",

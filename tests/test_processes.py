@@ -18,7 +18,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from sessions.models import ChatSession, Entry
 
-from .conftest import FAKE_MODEL, _cookie_for, db_async, make_session
+from .conftest import _cookie_for, claude_env, db_async, make_session
 from .fake_anthropic import FakeAnthropic, Reply
 from .servers import Daphne, RedisServer
 from .test_recovery import saved_partial
@@ -34,14 +34,7 @@ def redis() -> Iterator[RedisServer]:
 
 
 def model_env(fake: FakeAnthropic, redis: RedisServer, **extra: str) -> dict[str, str]:
-    return {
-        "REDIS_URL": redis.url,
-        "AGENTWEB_MODEL": FAKE_MODEL,
-        "ANTHROPIC_API_KEY": "test-key",
-        "ANTHROPIC_BASE_URL": fake.url,
-        "AGENTWEB_MAX_RETRIES": "0",
-        **extra,
-    }
+    return {"REDIS_URL": redis.url, **claude_env(fake.url), **extra}
 
 
 @pytest.fixture(scope="module")

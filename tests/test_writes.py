@@ -15,7 +15,7 @@ from websockets.asyncio.client import connect
 
 from sessions.models import Entry
 
-from .conftest import FAKE_MODEL, _cookie_for, db_async, make_session
+from .conftest import _cookie_for, claude_env, db_async, make_session
 from .fake_anthropic import FakeAnthropic, Reply
 from .servers import Daphne
 
@@ -24,13 +24,7 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture(scope="module")
 def server(django_db_setup: Any, fake_server: FakeAnthropic) -> Iterator[Daphne]:
-    daphne = Daphne(
-        "daphne-writes",
-        AGENTWEB_MODEL=FAKE_MODEL,
-        ANTHROPIC_API_KEY="test-key",
-        ANTHROPIC_BASE_URL=fake_server.url,
-        AGENTWEB_MAX_RETRIES="0",
-    )
+    daphne = Daphne("daphne-writes", **claude_env(fake_server.url))
     yield daphne
     daphne.stop()
 

@@ -65,15 +65,9 @@ def offline_server(name: str, token_delay: str) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def claude_url(django_db_setup: Any, browser_available: None, fake_server: Any) -> Iterator[str]:
     """daphne serving agentweb with Claude at the fake Anthropic server."""
-    from ..conftest import FAKE_MODEL
+    from ..conftest import claude_env
 
-    server = Daphne(
-        "daphne-browser-claude",
-        AGENTWEB_MODEL=FAKE_MODEL,
-        ANTHROPIC_API_KEY="test-key",
-        ANTHROPIC_BASE_URL=fake_server.url,
-        AGENTWEB_MAX_RETRIES="0",
-    )
+    server = Daphne("daphne-browser-claude", **claude_env(fake_server.url))
     yield server.url
     server.stop()
 
