@@ -11,11 +11,17 @@ being closed, or one under TLS writes as Twisted does.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from twisted.internet import tcp
 
+log = logging.getLogger(__name__)
+
 _buffered = tcp.Connection.write
+# What the write reads of a connection, Twisted's own (26.x): a Twisted without them keeps its
+# own writes.
+_READS = ("connected", "TLS", "disconnecting", "_writeDisconnected", "dataBuffer", "offset")
 
 
 def _write(self: Any, data: bytes) -> None:
@@ -26,7 +32,7 @@ def _write(self: Any, data: bytes) -> None:
         and not self.TLS
         and not self.disconnecting
         and not self._writeDisconnected
-        and not self._tempDataBuffer
+        and not getattr(self, "_tempDataBuffer", True)
         and len(self.dataBuffer) == self.offset
     ):
         try:
@@ -43,4 +49,7 @@ def _write(self: Any, data: bytes) -> None:
 
 def write_at_once() -> None:
     """From now on, in this process."""
+    if missing := [name for name in _READS if not hasattr(tcp.Connection, name)]:
+        log.warning("Twisted's connections have no %s: they keep their own writes", missing)
+        return
     tcp.Connection.write = _write  # type: ignore[method-assign]
