@@ -37,10 +37,8 @@ def _write(self: Any, data: bytes) -> None:
     ):
         try:
             sent = self.socket.send(data)
-        except BlockingIOError:
-            sent = 0
-        except OSError:
-            sent = 0  # the reactor's write finds the error and closes as Twisted does
+        except OSError:  # full (BlockingIOError), or broken: the reactor's write finds the
+            sent = 0  # error and closes as Twisted does
         if sent == len(data):
             return
         data = data[sent:]
