@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 from channels.db import database_sync_to_async
-from django.db import DataError, connection
+from django.db import DataError, connection, transaction
 
 from sessions.database import short
 from sessions.models import ChatSession, Entry
@@ -162,6 +162,55 @@ async def test_on_postgresql_a_call_answered_in_line_ends_in_the_callers_own_ste
     assert answer == "answered late"
     assert ran == ["another task's step"]
     assert await short(one_value)("SELECT 'and after'") == "and after"
+
+
+async def test_on_postgresql_a_call_its_loop_left_waiting_keeps_neither_its_connection_nor_its_lock(
+    owner,
+):
+    """A loop that closes while a call waits for the server (a process's shutdown, each test's
+    end) stops the call: the server lets go of the row it locked, and the thread's next call
+    is answered, not left waiting for a connection the stopped call still held."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite's calls never wait midway")
+    session = await db_async(make_session)(owner)
+    answers: list[str] = []
+
+    async def left_waiting() -> None:
+        asyncio.ensure_future(short(lock_then_sleep)(session.pk))
+        await asyncio.sleep(0.5)  # the call has locked the row and waits for the server
+
+    async def the_next_call() -> str:
+        return await short(one_value)("SELECT 'the next call'")  # type: ignore[no-any-return]
+
+    def two_loops_one_after_the_other() -> None:
+        asyncio.run(left_waiting())
+        answers.append(asyncio.run(the_next_call()))
+
+    thread = threading.Thread(target=two_loops_one_after_the_other, daemon=True)
+    thread.start()
+    await asyncio.to_thread(thread.join, 10)
+    assert answers == ["the next call"]
+    assert await asyncio.to_thread(locked_at_once, session)
+
+
+def lock_then_sleep(session_id: int) -> None:
+    with transaction.atomic():
+        ChatSession.objects.select_for_update().get(pk=session_id)
+        one_value("SELECT 1 FROM pg_sleep(30)")
+
+
+def locked_at_once(session: ChatSession) -> bool:
+    """Whether another connection locks the session's row within a second."""
+    params = connection.get_connection_params()
+    keys = ("dbname", "user", "host", "port")
+    with psycopg.connect(**{key: params[key] for key in keys}) as other:
+        other.execute("SET lock_timeout = '1s'")
+        table = ChatSession._meta.db_table
+        try:
+            other.execute(f'SELECT id FROM "{table}" WHERE id = %s FOR UPDATE', [session.pk])
+        except psycopg.errors.LockNotAvailable:
+            return False
+        return True
 
 
 def one_value(statement: str) -> Any:

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import contextvars
+import functools
 import select
 import threading
 from collections.abc import Callable
@@ -93,11 +95,12 @@ async def _run(func: Callable[[], R]) -> R:
 def _started(func: Callable[[], R], connection: Any) -> tuple[Call, Any]:
     """The call begun on `connection`, run until it waits (its wait) or ends (its result);
     should it raise, its connection is given back."""
+    call = None
     try:
         call = _call(func, connection)
-        return call, _resumed(call, connection, None)
+        return call, _as_its_own(connection, call.switch)
     except BaseException:
-        _kept().give_back(connection)
+        _ended(call, connection)
         raise
 
 
@@ -122,16 +125,38 @@ async def _went_on(call: Call, request: Any, connection: Any) -> Any:
     try:
         while not call.dead:
             fileno, wanted = request
-            request = _resumed(call, connection, await _ready(fileno, wanted))
+            ready = await _ready(fileno, wanted)
+            request = _as_its_own(connection, functools.partial(call.switch, ready))
         return request
     finally:
+        _ended(call, connection)
+
+
+def _ended(call: Call | None, connection: Any) -> None:
+    """The call over: its connection given back for the next one. A call stopped midway (its
+    task cancelled, as when its loop closes) still holds the connection, its lock taken and
+    its transaction open: given back, the next call on it would wait for that lock, and block
+    the loop's thread, forever. Its connection is closed under it instead, the call unwound,
+    and the connection never used again."""
+    if call is None or call.dead:
         _kept().give_back(connection)
+        return
+    raw = connection.connection
+    if raw is not None:  # its statement cancelled: a server busy with it sees no closed socket
+        with contextlib.suppress(Exception):
+            raw.cancel_safe(timeout=1.0)
+    # Closed (its transaction rolled back on the server, its lock let go), then unwound: Django
+    # sees the connection closed in its transaction, so neither rolls back nor connects again.
+    for run in (connection.close, functools.partial(call.throw, greenlet.GreenletExit)):
+        with contextlib.suppress(Exception):  # what the unwinding raises has no one to tell
+            _as_its_own(connection, run)
+    _kept().drop(connection)
 
 
-def _resumed(call: Call, connection: Any, ready: int | None) -> Any:
-    """Switch into the call until it waits (its wait's fd and flags) or ends (its result), with
-    `connection` as this thread's Django connection and no running loop meanwhile (Django
-    refuses its synchronous calls where a loop runs)."""
+def _as_its_own(connection: Any, run: Callable[[], R]) -> R:
+    """`run()` (a switch into a call, until it waits, giving its wait's fd and flags, or ends,
+    giving its result) with `connection` as this thread's Django connection and no running
+    loop meanwhile (Django refuses its synchronous calls where a loop runs)."""
     loop = asyncio._get_running_loop()
     # Django's connections by alias: with no running loop, this thread's own.
     storage: Any = getattr(connections, "_connections")  # noqa: B009  # not in its typing
@@ -139,7 +164,7 @@ def _resumed(call: Call, connection: Any, ready: int | None) -> Any:
     before = getattr(storage, DEFAULT_DB_ALIAS, None)
     setattr(storage, DEFAULT_DB_ALIAS, connection)
     try:
-        return call.switch() if ready is None else call.switch(ready)
+        return run()
     finally:
         if before is None:
             delattr(storage, DEFAULT_DB_ALIAS)
@@ -198,10 +223,7 @@ class Kept:
         if self.idle:
             return self.idle.pop()
         if len(self.made) < CONNECTIONS:
-            connection = connections.create_connection(DEFAULT_DB_ALIAS)
-            connection.inc_thread_sharing()  # closed at exit by whichever thread closes them
-            self.made.append(connection)
-            return connection
+            return self._new()
         given: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.waiting.append(given)
         return await given
@@ -213,6 +235,19 @@ class Kept:
                 given.set_result(connection)
                 return
         self.idle.append(connection)
+
+    def drop(self, connection: Any) -> None:
+        """`connection` is not given back (its call was stopped midway): a call waiting for
+        one gets a new one."""
+        self.made.remove(connection)
+        if any(not given.done() for given in self.waiting):
+            self.give_back(self._new())
+
+    def _new(self) -> Any:
+        connection = connections.create_connection(DEFAULT_DB_ALIAS)
+        connection.inc_thread_sharing()  # closed at exit by whichever thread closes them
+        self.made.append(connection)
+        return connection
 
     def close(self) -> None:
         for connection in self.made:
