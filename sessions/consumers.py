@@ -7,6 +7,7 @@ then the job's snapshot), so a tab never shows a gap or a duplicate (SPEC B7).
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from typing import Any
@@ -18,7 +19,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.urls import reverse
 
-from . import commands, generation, partials, sign_ins, status, store, tabs
+from . import commands, generation, partials, pushes, sign_ins, status, store, tabs
 from .commands import session as session_commands
 from .consuming import LeanConsumer
 from .database import short
@@ -250,9 +251,7 @@ class SessionConsumer(LeanConsumer):
         # What was published ahead of the event comes first, in the same frame; an entry this
         # tab shows already (a snapshot or the page had it) is left out.
         parts = [*event.get("ahead", ()), (event["entry"], event["html"])]
-        shown = [html for entry, html in parts if self.shows_new(entry)]
-        if shown:
-            await self.send(text_data="".join(shown))
+        await self.push(*(html for entry, html in parts if self.shows_new(entry)))
 
     def shows_new(self, entry: int) -> bool:
         """Whether a part of an event is new to this tab: not an entry it shows already."""
@@ -268,9 +267,23 @@ class SessionConsumer(LeanConsumer):
             return
         self.gen, self.seq = event["gen"], event["seq"]
         self.awaiting_snapshot_since = 0.0
-        html = "".join(h for entry_id, h in event["entries"] if entry_id > self.after)
+        entries = [h for entry_id, h in event["entries"] if entry_id > self.after]
         self.after = max([self.after, *(entry_id for entry_id, _ in event["entries"])])
-        await self.send(text_data=html + event["html"])
+        await self.push(*entries, event["html"])
+
+    async def push(self, *parts: str) -> None:
+        """`parts` (each swapped by itself) in as few messages as daphne sends (`pushes`)."""
+        for message in pushes.packed(parts, _too_large):
+            await super().send(text_data=message)
+
+    async def send(
+        self, text_data: str | None = None, bytes_data: bytes | None = None, close: bool = False
+    ) -> None:
+        """A message daphne would refuse to send (and close the socket for) goes as a notice to
+        reload (`pushes`)."""
+        if text_data:
+            text_data = next(pushes.packed([text_data], _too_large))
+        await super().send(text_data=text_data, bytes_data=bytes_data, close=close)
 
     async def session_resync(self, event: dict[str, Any]) -> None:
         await self.resync()
@@ -295,7 +308,7 @@ class SessionConsumer(LeanConsumer):
             await self.send(text_data=partials.notice(_skipped(state["skipped"]), "warning"))
         for start in range(0, len(state["newer"]), CATCH_UP_PAGE):
             page = state["newer"][start : start + CATCH_UP_PAGE]
-            await self.send(text_data=await database_sync_to_async(_render)(page))
+            await self.push(*await database_sync_to_async(_render)(page))
         self.after = state["after"]
         await self.send(text_data=state["status"])
         if state["channel"]:
@@ -349,8 +362,13 @@ def _catch_up(session_id: int, after: int) -> dict[str, Any]:
     }
 
 
-def _render(entries: list[Any]) -> str:
-    return "".join(partials.entry(entry) for entry in fold(entries))
+@functools.cache
+def _too_large() -> str:
+    return partials.notice(pushes.TOO_LARGE, "warning")
+
+
+def _render(entries: list[Any]) -> list[str]:
+    return [partials.entry(entry) for entry in fold(entries)]
 
 
 class FrameBudget:

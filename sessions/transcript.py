@@ -165,12 +165,12 @@ def _bash_block(message: dict[str, Any]) -> Block:
 WINDOW = 200  # entries rendered at once; earlier ones load on demand
 
 
-def window(outline: Outline, before: int | None = None) -> dict[str, Any]:
-    """The last WINDOW entries before entry `before` (or the end), and how many precede them:
+def window(outline: Outline, before: int | None = None, size: int = WINDOW) -> dict[str, Any]:
+    """The last `size` entries before entry `before` (or the end), and how many precede them:
     only those entries are loaded, whatever the session's size. Each knows its siblings."""
     end = next((i for i, (pk, _) in enumerate(outline) if pk == before), len(outline))
     roles = [role for _, role in outline]
-    start = start_of_window(roles, max(0, end - WINDOW))
+    start = start_of_window(roles, max(0, end - size))
     shown = with_siblings(Entry.in_order([pk for pk, _ in outline[start:end]]), outline)
     return {
         "entries": fold(shown),

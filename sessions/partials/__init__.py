@@ -16,7 +16,7 @@ from django.urls import get_script_prefix, reverse
 from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
 
-from .. import thinking
+from .. import pushes, thinking
 from ..blocks import Blocks
 from ..models import ChatSession, Entry
 from ..providers import catalog
@@ -24,7 +24,7 @@ from ..rendering import render_markdown
 from ..status import StatusLine
 from ..store import branch_outline
 from ..todos import Todo
-from ..transcript import window
+from ..transcript import WINDOW, window
 
 PAGE = "sessions/session.html"
 
@@ -67,9 +67,17 @@ def todo_summary(todo_list: Sequence[Todo]) -> str:
 
 def transcript(session: ChatSession, *, before: int | None = None) -> str:
     """The whole transcript, as of the session's branch now (it moved to another branch): its
-    latest window, or the window before entry `before`."""
-    context = {"session": session, "oob": True, **window(branch_outline(session), before)}
-    return render_to_string(f"{PAGE}#transcript", context)
+    latest window, or the window before entry `before`. A window more than a push can carry
+    shows fewer of its latest entries, in proportion; the earlier ones load on demand."""
+    outline, size = branch_outline(session), WINDOW
+    while True:
+        context = {"session": session, "oob": True, **window(outline, before, size)}
+        html = render_to_string(f"{PAGE}#transcript", context)
+        length = pushes.size(html)
+        if length <= pushes.LIMIT or size == 1:
+            return html  # (an entry too large for a push goes as a notice to reload)
+        shown = len(context["entries"])
+        size = max(1, min(size - 1, shown * pushes.LIMIT * 9 // (length * 10)))
 
 
 def title(session: ChatSession) -> str:
