@@ -48,6 +48,27 @@
       if (notices) notices.replaceChildren();
     }
   });
+  // A message longer than the server takes is refused here, before it is sent, in the server's
+  // words: one over the WebSocket's 1 MB would close the socket, and the box, reset, lose it.
+  document.addEventListener("htmx:wsConfigSend", (event) => {
+    const limit = Number(($("#composer") || { dataset: {} }).dataset.maxChars) || 0;
+    const fields = (event.detail && event.detail.parameters) || {};
+    for (const name of ["message", "document"]) {
+      const value = fields[name];
+      if (!limit || typeof value !== "string" || value.length <= limit) continue;
+      const length = Array.from(value).length;  // characters, as the server counts them
+      if (length <= limit) continue;
+      event.preventDefault();
+      const line = document.createElement("p");
+      line.className = "notice notice--error";
+      line.setAttribute("role", "alert");
+      line.textContent = `Message too long: ${length.toLocaleString("en-US")} characters ` +
+        `(the limit is ${limit.toLocaleString("en-US")}).`;
+      const notices = $("#notices");
+      if (notices) notices.replaceChildren(line);
+      return;
+    }
+  });
   // After Cancel (button or Escape), typing goes on in the message box.
   document.addEventListener("click", (event) => {
     if (event.target.closest && event.target.closest("#cancel") && composer()) composer().focus();

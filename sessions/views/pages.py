@@ -93,6 +93,7 @@ def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse
         "prompts": PromptTemplate.of(request.user.pk),
         "mention_menu": mentions.menu(request.user, session),
         "ws_url": f"/ws/sessions/{session.pk}/?after={after}",
+        "max_message_chars": settings.AGENTWEB_MAX_MESSAGE_CHARS,
         "live_text": None,
         "rename_form": RenameForm(initial={"title": session.title}),
     }

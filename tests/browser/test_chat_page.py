@@ -102,3 +102,24 @@ def test_a_long_session_loads_earlier_entries_on_demand(signed_in, server_url):
     expect(page.locator("#transcript article")).to_have_count(221)
     expect(page.locator("#transcript article").first).to_contain_text("question 0")
     expect(page.locator("#transcript article").last).to_contain_text("the latest")
+
+
+def test_a_message_too_long_to_send_is_refused_in_the_page_and_stays_in_the_box(signed_in):
+    """A paste of 1.1 million characters: more than the WebSocket carries (daphne closes the
+    socket on a message over 1 MB), so the page says so before sending, and keeps it."""
+    page = signed_in
+    page.get_by_role("button", name="New session").click()
+    page.wait_for_url(re.compile(r"/sessions/\d+/$"))
+    box = page.get_by_label("Message")
+    box.evaluate("(box) => { box.value = 'pasted ' + 'x'.repeat(1100000); }")
+    box.press("Enter")
+    expect(page.locator("#notices")).to_contain_text(
+        "Message too long: 1,100,007 characters (the limit is 100,000)."
+    )
+    assert box.evaluate("(box) => box.value.length") == 1_100_007
+    box.fill("and now a short one")
+    box.press("Enter")
+    expect(page.locator("#transcript .entry--user")).to_contain_text("and now a short one")
+    expect(page.locator("#transcript .entry--assistant.status--complete")).to_be_visible(
+        timeout=20_000
+    )
