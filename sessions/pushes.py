@@ -5,9 +5,9 @@ default, which agentweb keeps: it bounds what a tab may send too) and closes the
 1011 instead; a tab that reconnects to the same catch-up meets the same refusal. A push made
 of several parts (a catch-up's entries, an event and the entries ahead of it) goes in as few
 messages as fit. A transcript pushed whole shows fewer of its latest entries when all of them
-would not fit (the earlier ones load on demand, over HTTP). A part that
-fits in no message (one entry of megabytes) goes as a notice to reload the page, which renders
-it over HTTP: nothing is lost, and the socket stays open.
+would not fit (the earlier ones load on demand, over HTTP). A part that fits in no message
+(one entry of megabytes) goes as a notice to reload the page, which renders it over HTTP:
+nothing is lost, and the socket stays open.
 """
 
 from __future__ import annotations
