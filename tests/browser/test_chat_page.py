@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from playwright.sync_api import expect
@@ -13,13 +14,18 @@ from .conftest import sign_in
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+def a_new_sessions_message_box(page: Any) -> Any:
+    """The message box of a session just started with the New session button."""
+    page.get_by_role("button", name="New session").click()
+    page.wait_for_url(re.compile(r"/sessions/\d+/$"))
+    return page.get_by_label("Message")
+
+
 def test_a_person_signs_in_starts_a_session_and_sees_the_streamed_reply_rendered(
     signed_in, server_url
 ):
     page = signed_in
-    page.get_by_role("button", name="New session").click()
-    page.wait_for_url(re.compile(r"/sessions/\d+/$"))
-    box = page.get_by_label("Message")
+    box = a_new_sessions_message_box(page)
     box.fill("Hello, please read `src/main.py`")
     box.press("Enter")
     expect(box).to_have_value("")
@@ -59,8 +65,7 @@ def test_shift_enter_makes_a_new_line_and_cancel_stops_a_reply(
     fake_server.reset()
     fake_server.enqueue(Reply.held(["A reply that "], ["never ends."]))
     sign_in(page, claude_url, django_user_model, "impatient")
-    page.get_by_role("button", name="New session").click()
-    box = page.get_by_label("Message")
+    box = a_new_sessions_message_box(page)
     box.fill("line one")
     box.press("Shift+Enter")
     box.type("line two")
@@ -108,9 +113,7 @@ def test_a_message_too_long_to_send_is_refused_in_the_page_and_stays_in_the_box(
     """A paste of 1.1 million characters: more than the WebSocket carries (daphne closes the
     socket on a message over 1 MB), so the page says so before sending, and keeps it."""
     page = signed_in
-    page.get_by_role("button", name="New session").click()
-    page.wait_for_url(re.compile(r"/sessions/\d+/$"))
-    box = page.get_by_label("Message")
+    box = a_new_sessions_message_box(page)
     box.evaluate("(box) => { box.value = 'pasted ' + 'x'.repeat(1100000); }")
     box.press("Enter")
     expect(page.locator("#notices")).to_contain_text(
