@@ -41,6 +41,8 @@ bench: dev  # every figure of docs/PERFORMANCE.md, each beside its target (about
 	$(BIN)/python bench/stream_overhead.py --tokens 1000 --runs 7
 	$(BIN)/python bench/relay_browser.py --tokens 20000 --runs 3
 	$(BIN)/python bench/read_paths.py --streams 200 --tokens 200 --delay 0.025 --runs 3
+	$(BIN)/python bench/relay_batches.py --streams 200 --rate 40 --seconds 3 --runs 3
+	$(BIN)/python bench/relay_batches.py --streams 200 --rate 40 --seconds 3 --runs 3 --layer redis
 	$(BIN)/python bench/cancel_latency.py --runs 20
 	$(BIN)/python bench/prompt_queries.py --runs 5
 	$(BIN)/python bench/prompt_parts.py --runs 300

@@ -70,6 +70,18 @@ def test_the_read_bench_costs_an_event_three_ways_against_aiohttps_own_reader():
 
 
 @sqlite_pass_only
+def test_the_relay_batches_bench_costs_a_delta_on_both_layers():
+    out = bench("bench/relay_batches.py", "--streams", "3", "--seconds", "0.2", "--runs", "1")
+    assert "3 relays, a delta each 25 ms for 0.2 s, in-memory channel layer, 1 runs:" in out
+    assert re.search(r"CPU a delta +[\d.]+ µs, [\d,]+ messages read", out), out
+    out = bench(
+        "bench/relay_batches.py", "--streams", "3", "--seconds", "0.2", "--runs", "1",
+        "--layer", "redis",
+    )  # fmt: skip
+    assert "Redis (the bus) channel layer" in out and "median: CPU a delta" in out
+
+
+@sqlite_pass_only
 def test_the_browser_relay_bench_shows_every_token_in_chromium():
     needs_chromium()
     # 3,000 deltas are past the 8,192-token output limit a request asks for: the bench's

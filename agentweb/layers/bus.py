@@ -52,6 +52,11 @@ class RedisBusChannelLayer(RedisPubSubChannelLayer):  # type: ignore[misc]
             _wrap_close(self, loop)  # a loop that closes flushes its layer first
         return layer
 
+    def group_send_now(self, group: str, message: dict[str, Any]) -> None:
+        """`group_send`, in the caller's step (the relay's batches): no proxy coroutine, and
+        nothing to wait for (the bus's publish is batched)."""
+        self._get_layer().group_send_now(group, message)
+
 
 class BusLoopLayer(RedisPubSubLoopLayer):  # type: ignore[misc]
     def __init__(
@@ -134,6 +139,9 @@ class BusLoopLayer(RedisPubSubLoopLayer):  # type: ignore[misc]
                 del self.members[group]
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        self.group_send_now(group, message)
+
+    def group_send_now(self, group: str, message: dict[str, Any]) -> None:
         data = self.channel_layer.serialize(message)
         self.deliver(group, data)
         self.outbox.append((group, data))

@@ -32,6 +32,10 @@ class InMemoryChannelLayer(StockInMemoryChannelLayer):  # type: ignore[misc]
             super()._clean_expired()
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        self.group_send_now(group, message)
+
+    def group_send_now(self, group: str, message: dict[str, Any]) -> None:
+        """`group_send`, in the caller's step: it never waits (the relay's batches)."""
         assert isinstance(message, dict), "Message is not a dict"
         self.require_valid_group_name(group)
         self._clean_expired()

@@ -186,7 +186,7 @@ class Job:
             if kind == "generation.cancel":
                 self.agent.cancel()
             elif kind == "generation.snapshot_request":
-                async with self.relay.publishing:  # no event can slip between snapshot and seq
+                async with self.relay.holding():  # no event can slip between snapshot and seq
                     streamer = self.agent.streamer
                     snapshot = self.relay.snapshot(
                         replying=streamer.is_replying,

@@ -3,14 +3,18 @@
 Each event is rendered once (the job's `Render`) and sent to the channel-layer group of the
 session as `agent.event`, numbered (generation, seq); a tab that sees a gap asks the job for a
 snapshot and catches up (consumers.py). Streamed text is gathered into one delta per batch
-interval (the reply's first delta goes at once), and finished markdown blocks go rendered.
+interval (the reply's first delta goes at once), and finished markdown blocks go rendered. A
+batch goes in the timer's own step, on agentweb's layers (which deliver without waiting) when
+no task is publishing: no task and no sleep per batch, half of a delta's cost in the relay
+(bench/relay_batches.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from channels.layers import get_channel_layer
@@ -42,6 +46,11 @@ class Relay:
         self.render = render
         self.running = running  # how many generations this process runs
         self.layer = get_channel_layer()
+        # A layer that delivers a group message without waiting (agentweb's own: in memory, the
+        # bus) is given each batch in the step that makes it: no task, no sleep per batch.
+        self.send_now: Callable[[str, dict[str, Any]], None] | None = getattr(
+            self.layer, "group_send_now", None
+        )
         self.seq = 0
         # (entry id, html) of this run's latest entries, for snapshots; older ones a resyncing
         # tab reads from the database.
@@ -52,18 +61,31 @@ class Relay:
         self.pending_thinking = ""  # streamed thinking not yet sent, batched the same way
         self.thinking_sent = ""  # the streaming reply's thinking as sent so far
         self.sent = Blocks()  # the streaming reply as sent so far (what snapshots show)
-        self.flush_task: asyncio.Task[None] | None = None
+        self.flush_timer: asyncio.Handle | None = None  # the pending batch's send, when set
+        self.flushing: set[asyncio.Task[None]] = set()  # a batch sent by a task, while it runs
         # (entry id, html) rendered and numbered ahead of the next message, which carries them
         # first: a turn's opening (status line, the prompt's entry) goes with its reply's card.
         self.ahead: list[tuple[int, str]] = []
         # One message at a time, in sequence order, even when tasks publish concurrently.
         self.publishing = asyncio.Lock()
+        self.holders = 0  # tasks that hold `publishing` or wait for it
+
+    @contextlib.asynccontextmanager
+    async def holding(self) -> AsyncIterator[None]:
+        """`publishing`, held: what is sent meanwhile goes in sequence (a batch sent in a step of
+        its own waits for every holder, and for every task waiting to hold it)."""
+        self.holders += 1
+        try:
+            async with self.publishing:
+                yield
+        finally:
+            self.holders -= 1
 
     # --- events ---------------------------------------------------------------------------
     async def publish(self, event: Event, *, entry_id: int = 0, to_session: int = 0) -> str:
         """Render the event and send it; its html."""
         html = self._rendered(event, entry_id)
-        async with self.publishing:
+        async with self.holding():
             await self._send(html, entry_id=entry_id, to_session=to_session)
         return html
 
@@ -98,7 +120,7 @@ class Relay:
         if ahead:
             self.ahead.append((0, html))
             return
-        async with self.publishing:
+        async with self.holding():
             await self._send(html)
 
     async def notify(self, event: Event, *, to_session: int = 0) -> None:
@@ -106,14 +128,14 @@ class Relay:
         self.notice = await self.publish(event, to_session=to_session)
 
     async def start_reply(self, live: Live) -> None:
-        async with self.publishing:
+        async with self.holding():
             self.sent, self.thinking_sent = Blocks(), ""
             await self._send(self.render(live))
 
     async def end_reply(self) -> None:
         """The streaming reply is gone (a call that left nothing to show)."""
         await self.flush()
-        async with self.publishing:
+        async with self.holding():
             await self._send(self.render(Live(None)))
 
     # --- streamed text --------------------------------------------------------------------
@@ -122,39 +144,60 @@ class Relay:
         goes at once (the time to the first token is what a person waits for)."""
         first = not self.sent.text and not self.pending_text
         self.pending_text += text
-        if self.flush_task is None:
-            self.flush_task = asyncio.create_task(self.flush_soon(wait=not first))
+        if self.flush_timer is None:
+            self._flush_soon(first)
 
     def on_thinking(self, text: str) -> None:
         """Streamed thinking, batched as text is (its first delta goes at once too)."""
         first = not self.thinking_sent and not self.pending_thinking
         self.pending_thinking += text
-        if self.flush_task is None:
-            self.flush_task = asyncio.create_task(self.flush_soon(wait=not first))
+        if self.flush_timer is None:
+            self._flush_soon(first)
 
-    async def flush_soon(self, wait: bool = True) -> None:
-        if wait:
-            await asyncio.sleep(batch_seconds(self.running()))
-        self.flush_task = None
-        await self.flush()
+    def _flush_soon(self, first: bool) -> None:
+        """The pending batch goes at the batch interval's end (a reply's first, at once)."""
+        loop = asyncio.get_running_loop()
+        if first:
+            self.flush_timer = loop.call_soon(self._flush_due)
+        else:
+            self.flush_timer = loop.call_later(batch_seconds(self.running()), self._flush_due)
+
+    def _flush_due(self) -> None:
+        """The batch's time: sent in this step when nothing else is being published, else by a
+        task that waits its turn."""
+        self.flush_timer = None
+        if self.send_now is not None and not self.holders:
+            for html in self._batch():
+                self.send_now(*self._next(html, 0, 0))
+        else:
+            task = asyncio.ensure_future(self.flush())
+            self.flushing.add(task)
+            task.add_done_callback(self.flushing.discard)
 
     async def flush(self) -> None:
         """Send the streamed text not sent yet, as one delta."""
-        if self.flush_task is not None:
-            self.flush_task.cancel()
-            self.flush_task = None
-        async with self.publishing:  # taken and sent as one step: a snapshot sees neither half
-            if self.pending_thinking:
-                thought, self.pending_thinking = self.pending_thinking, ""
-                self.thinking_sent += thought
-                await self._send(self.render(Thought(thought)))
-            if self.pending_text:
-                text, self.pending_text = self.pending_text, ""
-                finished = self.sent.add(text)  # markdown blocks this text ended
-                if finished:
-                    await self._send(self.render(BlocksClosed(finished, self.sent.tail)))
-                else:
-                    await self._send(self.render(Delta(text)))
+        if self.flush_timer is not None:
+            self.flush_timer.cancel()
+            self.flush_timer = None
+        async with self.holding():  # taken and sent as one step: a snapshot sees neither half
+            for html in self._batch():
+                await self._send(html)
+
+    def _batch(self) -> list[str]:
+        """The pending thinking and text, taken as sent: the messages that send them."""
+        batch = []
+        if self.pending_thinking:
+            thought, self.pending_thinking = self.pending_thinking, ""
+            self.thinking_sent += thought
+            batch.append(self.render(Thought(thought)))
+        if self.pending_text:
+            text, self.pending_text = self.pending_text, ""
+            finished = self.sent.add(text)  # markdown blocks this text ended
+            if finished:
+                batch.append(self.render(BlocksClosed(finished, self.sent.tail)))
+            else:
+                batch.append(self.render(Delta(text)))
+        return batch
 
     # --- catching up ----------------------------------------------------------------------
     def snapshot(self, *, replying: bool, purpose: str, stage: str) -> dict[str, Any]:
@@ -173,6 +216,14 @@ class Relay:
     async def _send(self, html: str, *, entry_id: int = 0, to_session: int = 0) -> None:
         """The next event in sequence, after what was published ahead of it (`ahead`: each part's
         entry id and html, in order); only ever called holding `publishing`."""
+        group, message = self._next(html, entry_id, to_session)
+        if self.send_now is not None:
+            self.send_now(group, message)
+        else:
+            await self.layer.group_send(group, message)
+
+    def _next(self, html: str, entry_id: int, to_session: int) -> tuple[str, dict[str, Any]]:
+        """The next event's group and message, numbered."""
         self.seq += 1
         message = {
             "type": "agent.event",
@@ -183,4 +234,4 @@ class Relay:
         }
         if self.ahead:
             message["ahead"], self.ahead = self.ahead, []
-        await self.layer.group_send(tabs.session_group(to_session or self.session_id()), message)
+        return tabs.session_group(to_session or self.session_id()), message
