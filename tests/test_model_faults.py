@@ -63,6 +63,20 @@ async def test_a_model_fault_ends_clearly_keeps_the_partial_text_and_the_next_pr
     fake_anthropic.release()
 
 
+async def test_a_reply_slower_than_the_stall_timeout_in_all_but_never_silent_for_it_streams_whole(
+    owner, fake_anthropic, open_tab, settings
+):
+    settings.AGENTWEB_STALL_SECONDS = 0.5
+    fake_anthropic.enqueue(Reply.text("one two three four five six seven eight", delay=0.2))
+    session = await db_async(make_session)(owner, exchanges=1)
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="take your time")
+    await tab.until("entry--assistant status--complete", timeout=15)
+    await generation.wait_idle()
+    reply = await db_async(lambda: Entry.objects.filter(session=session).last())()
+    assert (reply.status, reply.text) == ("complete", "one two three four five six seven eight")
+
+
 async def test_a_429_that_says_when_to_retry_is_retried_by_the_sdk(
     owner, fake_anthropic, open_tab, settings
 ):
