@@ -5,12 +5,13 @@ Call `setup()` before importing any project code.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,25 @@ def setup() -> None:
     import django
 
     django.setup()
+
+
+@contextlib.contextmanager
+def on_layer(layer: str) -> Iterator[str]:
+    """`setup()` on the channel layer `layer` names: "memory" (the default), or "redis" (the
+    bus, on a redis-server of its own for the block); the layer's name, as a bench prints it."""
+    redis = None
+    if layer == "redis":
+        sys.path.insert(0, str(ROOT))
+        from tests.servers import RedisServer
+
+        redis = RedisServer()
+        os.environ["REDIS_URL"] = redis.url
+    setup()
+    try:
+        yield "Redis" if redis else "in-memory"
+    finally:
+        if redis is not None:
+            redis.stop()
 
 
 def throwaway_postgres(server: str) -> str:

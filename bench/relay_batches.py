@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
 import time
@@ -72,23 +71,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--layer", choices=["memory", "redis"], default="memory")
     args = parser.parse_args()
-    redis = None
-    if args.layer == "redis":
-        from tests.servers import RedisServer
-
-        redis = RedisServer()
-        os.environ["REDIS_URL"] = redis.url
     import harness
 
-    harness.setup()
-    try:
-        runs = []
-        for _ in range(args.runs):
+    with harness.on_layer(args.layer) as layer:
+        runs = [asyncio.run(measure(args.streams, args.rate, args.seconds))]
+        for _ in range(args.runs - 1):
             runs.append(asyncio.run(measure(args.streams, args.rate, args.seconds)))
-    finally:
-        if redis is not None:
-            redis.stop()
-    layer = "Redis (the bus)" if redis else "in-memory"
     print(
         f"{args.streams} relays, a delta each {1000 / args.rate:.0f} ms for {args.seconds:g} s, "
         f"{layer} channel layer, {args.runs} runs:"

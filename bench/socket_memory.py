@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import os
 import resource
 import sys
 import tracemalloc
@@ -63,21 +62,11 @@ def main() -> None:
     parser.add_argument("--layer", choices=["memory", "redis"], default="memory")
     parser.add_argument("--top", type=int, default=10)
     args = parser.parse_args()
-    redis = None
-    if args.layer == "redis":
-        from tests.servers import RedisServer
-
-        redis = RedisServer()
-        os.environ["REDIS_URL"] = redis.url
     import harness
 
-    harness.setup()
-    print(f"{'Redis' if redis else 'in-memory'} channel layer, one process:")
-    try:
+    with harness.on_layer(args.layer) as layer:
+        print(f"{layer} channel layer, one process:")
         asyncio.run(measure(args.sockets, args.top))
-    finally:
-        if redis is not None:
-            redis.stop()
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ def test_the_relay_batches_bench_costs_a_delta_on_both_layers():
         "bench/relay_batches.py", "--streams", "3", "--seconds", "0.2", "--runs", "1",
         "--layer", "redis",
     )  # fmt: skip
-    assert "Redis (the bus) channel layer" in out and "median: CPU a delta" in out
+    assert "Redis channel layer" in out and "median: CPU a delta" in out
 
 
 @sqlite_pass_only
