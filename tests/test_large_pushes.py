@@ -62,6 +62,18 @@ async def until(tab: Any, text: str, received: list[str]) -> str:
     return received[-1]
 
 
+async def until_idle(tab: Any, received: list[str]) -> None:
+    """Read until the status line says nothing runs: the server's job has ended and released
+    the session, so the test's end (PostgreSQL's TRUNCATE) does not meet its last writes."""
+    async with asyncio.timeout(30):
+        while True:
+            last = received[-1]
+            status = last.rfind('id="status"')
+            if status >= 0 and "status-generating" not in last[status:]:
+                return
+            received.append(str(await tab.recv()))
+
+
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)
 async def test_a_catch_up_of_megabytes_reaches_the_tab_whole_and_in_order(server, owner):
@@ -121,6 +133,7 @@ async def test_a_transcript_too_large_to_push_whole_shows_its_latest_entries_and
         assert "Answered on the new branch." in await until(
             tab, "Answered on the new branch.", received
         )
+        await until_idle(tab, received)
     assert "a shorter question" in "".join(received)
     assert "reload the page" not in "".join(received)
 
