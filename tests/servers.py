@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import signal
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -56,6 +58,19 @@ def require(program: str, variable: str = "AGENTWEB_REQUIRE_SERVICES") -> str:
             pytest.fail(f"{reason}; {variable}=1 makes this a failure")
         pytest.skip(reason)
     return path
+
+
+async def read_until_idle(tab: Any, received: list[str], timeout: float = 30) -> None:
+    """Read a daphne tab's frames (a `websockets` client) into `received` until the status line
+    says nothing runs: the server's job has ended and released the session, so a test's end
+    (PostgreSQL's TRUNCATE) does not meet the job's last writes."""
+    async with asyncio.timeout(timeout):
+        while True:
+            last = received[-1] if received else ""
+            status = last.rfind('id="status"')
+            if status >= 0 and "status-generating" not in last[status:]:
+                return
+            received.append(str(await tab.recv()))
 
 
 class Daphne:

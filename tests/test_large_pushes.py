@@ -17,7 +17,7 @@ from sessions.pushes import packed
 
 from .conftest import _cookie_for, claude_env, db_async, make_session
 from .fake_anthropic import FakeAnthropic, Reply
-from .servers import Daphne
+from .servers import Daphne, read_until_idle
 
 
 @pytest.fixture(scope="module")
@@ -60,18 +60,6 @@ async def until(tab: Any, text: str, received: list[str]) -> str:
         while text not in "".join(received[-1:]):
             received.append(str(await tab.recv()))
     return received[-1]
-
-
-async def until_idle(tab: Any, received: list[str]) -> None:
-    """Read until the status line says nothing runs: the server's job has ended and released
-    the session, so the test's end (PostgreSQL's TRUNCATE) does not meet its last writes."""
-    async with asyncio.timeout(30):
-        while True:
-            last = received[-1]
-            status = last.rfind('id="status"')
-            if status >= 0 and "status-generating" not in last[status:]:
-                return
-            received.append(str(await tab.recv()))
 
 
 @pytest.mark.asyncio
@@ -133,7 +121,7 @@ async def test_a_transcript_too_large_to_push_whole_shows_its_latest_entries_and
         assert "Answered on the new branch." in await until(
             tab, "Answered on the new branch.", received
         )
-        await until_idle(tab, received)
+        await read_until_idle(tab, received)
     assert "a shorter question" in "".join(received)
     assert "reload the page" not in "".join(received)
 

@@ -17,7 +17,7 @@ from sessions.models import Entry
 
 from .conftest import _cookie_for, claude_env, db_async, make_session
 from .fake_anthropic import FakeAnthropic, Reply
-from .servers import Daphne
+from .servers import Daphne, read_until_idle
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
@@ -69,6 +69,7 @@ async def test_replies_larger_than_the_sockets_buffers_reach_a_tab_that_stopped_
             received: list[str] = []
             while sum(frame.count("entry--assistant status--complete") for frame in received) < 4:
                 received.append(str(await tab.recv()))
+        await read_until_idle(tab, received)
     streamed = "".join(received)
     first_seen = [streamed.find(f"r{r}p{i:03d} ") for r in range(4) for i in range(300)]
     assert -1 not in first_seen
