@@ -74,9 +74,9 @@ def main() -> None:
     import harness
 
     with harness.on_layer(args.layer) as layer:
-        runs = [asyncio.run(measure(args.streams, args.rate, args.seconds))]
-        for _ in range(args.runs - 1):
-            runs.append(asyncio.run(measure(args.streams, args.rate, args.seconds)))
+        runs = [
+            asyncio.run(measure(args.streams, args.rate, args.seconds)) for _ in range(args.runs)
+        ]
     print(
         f"{args.streams} relays, a delta each {1000 / args.rate:.0f} ms for {args.seconds:g} s, "
         f"{layer} channel layer, {args.runs} runs:"
