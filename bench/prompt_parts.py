@@ -3,7 +3,8 @@
 With 200 prompts at once, every prompt's set-up runs on the one database thread and the one
 event loop of the process, so the first deltas wait for the sum of them all. This times each
 part by itself, on a throwaway SQLite database (or BENCH_DATABASE_URL), as the prompt path
-calls it: the per-frame check, the caps, the claim, the claimed session, the prompt stored,
+calls it: the per-frame check, the caps, the claim (alone, and with the frame's check in its
+statement, as a prompt makes it once its sign-in held), the claimed session, the prompt stored,
 the status line, the todo list and mentions read, and the three renders that go to the tab
 before the reply's first delta. Medians of --runs calls each, in microseconds.
 
@@ -67,12 +68,24 @@ def main() -> None:
         claims.claim(one.pk, generation, "prompt", "channel")
         claims.release(one.pk, generation)
 
+    def claim_free_and_release(checking: bool) -> None:  # a prompt's own claim
+        generation = uuid.uuid4().hex
+        if checking:  # once its sign-in held, the frame's check in the claim's statement
+            claims.claim_free(turns.CLAIMED_IF_FREE_AND_HELD, one.pk, generation, "p", "c", held)
+        else:
+            claims.claim_free(turns.CLAIMED_IF_FREE, one.pk, generation, "p", "c")
+        claims.release(one.pk, generation)
+
+    checked(one)  # the sign-in has held once (as at a socket's connect)
+    held = sign_ins.held(cookie, user.pk)
     line = StatusShown(one, status.read(one, queued=0))
     message = one.append_message("user", TEXT, data={})
     parts: list[tuple[str, Callable[[int], object]]] = [
         ("the frame's check: the sign-in holds, the session is kept", lambda n: checked(one)),
         ("the caps (a generation of the owner's, this one's)", lambda n: over_a_cap(one)),
         ("the claim taken and released", claim_and_release),
+        ("a prompt's claim taken and released", lambda n: claim_free_and_release(False)),
+        ("the same with the frame's check in it", lambda n: claim_free_and_release(True)),
         ("the claimed session, its queue and threshold", lambda n: turns._as_claimed(one.pk)),
         ("the prompt stored (a session's first)", lambda n: _stored(sessions[n + 1])),
         ("the status line read", lambda n: status.read(one, queued=0)),

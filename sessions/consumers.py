@@ -195,9 +195,11 @@ class SessionConsumer(LeanConsumer):
 
     async def prompt(self, text: str, *, checked: bool = False) -> None:
         """A prompt for the model; the frame's check made in the prompt's own database call
-        unless it was `checked` already."""
+        (by the claim's statement, once this sign-in has held) unless it was `checked`
+        already."""
         check = None if checked else self.stands
-        outcome = await generation.submit(self.session, text, render, check)
+        held = None if checked else sign_ins.held(self.login, self.user_id)
+        outcome = await generation.submit(self.session, text, render, check, held)
         if outcome.unchecked:
             await self.stand_down()
         elif outcome.refusal:

@@ -8,10 +8,15 @@ Every frame a socket sends is checked. Django's check reads the session's row an
 it was the last time Django's own check held for this sign-in, the verdict is the same. Any
 change (a new password, a sign-out, expiry, the session's data rewritten) and every verdict
 that does not hold go through Django's check itself. The same statement reads the rest of a
-frame's check, the chat session's generation channel (`holds_beside`)."""
+frame's check, the chat session's generation channel (`holds_beside`).
+
+A prompt need not read first: once the sign-in has held, the statement that claims its session
+can require the sign-in's state to be what it was then (`held`, `unchanged`), and the check
+itself runs only when that claim is not taken (`sessions.generation.turns.queue_prompt`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from importlib import import_module
 from types import SimpleNamespace
@@ -20,7 +25,7 @@ from django.conf import settings
 from django.contrib import auth
 from django.contrib.auth import get_user_model
 from django.contrib.sessions.models import Session
-from django.db.models import QuerySet, Subquery
+from django.db.models import Exists, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from . import store
@@ -49,6 +54,37 @@ STANDING: Statement[Session] = Statement(
     _standing, key=str, user_id=int, now=datetime, chat_session_id=int
 )
 _held: dict[tuple[str, int], tuple[object, ...]] = {}  # a sign-in → its state when it last held
+
+
+@dataclass(frozen=True)
+class Held:
+    """A sign-in as it was the last time Django's check held for it."""
+
+    key: str
+    user_id: int
+    data: str  # its session's data
+    password: str  # its user's password hash
+
+
+def held(session_key: str, user_id: int) -> Held | None:
+    """Sign-in `session_key` of user `user_id` as it last held, if it did (no database call);
+    None when it has not held yet in this process, or sign-ins are not kept in the database."""
+    state = _held.get((session_key, user_id))
+    if state is None or settings.SESSION_ENGINE != DATABASE_SESSIONS:
+        return None
+    data, password, active = state
+    if not (active and isinstance(data, str) and isinstance(password, str)):
+        return None
+    return Held(session_key, user_id, data, password)
+
+
+def unchanged(key: str, user_id: int, data: str, password: str, now: datetime) -> Q:
+    """A condition on any row: sign-in `key` is unexpired at `now` with session data `data`, and
+    its user is active with password hash `password`. When these are a `Held`'s, it holds
+    exactly when `holds` would say so without asking Django again."""
+    sign_in = Session.objects.filter(session_key=key, expire_date__gt=now, session_data=data)
+    user = get_user_model().objects.filter(pk=user_id, password=password, is_active=True)
+    return Q(Exists(sign_in), Exists(user))
 
 
 def holds(session_key: str, user_id: int) -> bool:

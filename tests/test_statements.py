@@ -3,15 +3,19 @@ run, on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.contrib.sessions.models import Session
 from django.db import connection
 from django.db.models import Exists, F, OuterRef
 from django.db.models.signals import post_save, pre_save
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from sessions import sign_ins
 from sessions.generation.turns import next_turn, queue_prompt
 from sessions.models import ChatSession, Entry, PendingPrompt
 from sessions.statements import Insert, Returning, Statement, Update
@@ -293,6 +297,57 @@ def test_on_postgresql_a_first_prompt_is_claimed_stored_and_read_around_in_two_r
         "hello there",
         "gen-1",
     )
+
+
+def signed_in_and_held(user) -> sign_ins.Held:
+    """A sign-in of `user` that Django's check has held for once, as a socket's first frame's."""
+    client = Client()
+    client.force_login(user)
+    key = client.session.session_key
+    assert sign_ins.holds(key, user.pk)
+    held = sign_ins.held(key, user.pk)
+    assert held is not None
+    return held
+
+
+def test_a_prompt_whose_sign_in_held_is_checked_by_its_claim_in_two_round_trips(owner):
+    session = make_session(owner)
+    held = signed_in_and_held(owner)
+    checks = []
+    postgresql = connection.vendor == "postgresql"
+    with round_trips.counted(connection) if postgresql else contextlib.nullcontext() as trips:
+        submitted, claimed = queue_prompt(
+            session, "hello there", "gen-1", "channel-1", lambda: checks.append(1) or True, held
+        )
+    assert claimed is not None and not submitted.unchecked
+    assert checks == []  # the claim's statement made the check
+    if postgresql:
+        assert trips == [2]  # the claim with the check; the prompt and the turn's reads
+    assert ChatSession.objects.get(pk=session.pk).generation_id == "gen-1"
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda owner, held: owner.set_password("changed-elsewhere-123") or owner.save(),
+        lambda owner, held: Session.objects.filter(session_key=held.key).delete(),
+        lambda owner, held: ChatSession.objects.filter(owner=owner).update(deleted_at=NOON),
+    ],
+    ids=["a new password", "signed out", "the session deleted"],
+)
+def test_a_prompt_whose_sign_in_or_session_changed_since_it_held_is_not_claimed(owner, change):
+    session = make_session(owner)
+    held = signed_in_and_held(owner)
+    change(owner, held)
+    checks = []
+    submitted, claimed = queue_prompt(
+        session, "hello there", "gen-1", "channel-1", lambda: checks.append(1) or False, held
+    )
+    assert submitted.unchecked and claimed is None
+    assert checks == [1]  # the claim was not taken: the check itself said why
+    row = ChatSession.objects.get(pk=session.pk)
+    assert (row.generation_id, row.leaf_id) == ("", None)
+    assert not PendingPrompt.objects.exists()
 
 
 @pytest.mark.django_db(transaction=True)  # as a call runs: no test's transaction around it

@@ -21,6 +21,7 @@ from ..agent import AgentSession
 from ..agent.handoff_run import switch_failed
 from ..database import short
 from ..models import ChatSession, Entry
+from ..sign_ins import Held
 from .claims import claim, claim_of, expire
 from .events import Render
 from .job import RUNNING, Job
@@ -47,13 +48,20 @@ async def start(
 
 
 async def submit(
-    session: ChatSession, text: str, render: Render, check: Callable[[], bool] | None = None
+    session: ChatSession,
+    text: str,
+    render: Render,
+    check: Callable[[], bool] | None = None,
+    held: Held | None = None,
 ) -> Submitted:
     """Queue the prompt, and start a generation unless one runs (the prompt then waits).
-    `check`: the caller's reads, made first in the same database call (a frame's check);
-    when it says no, nothing is done (`unchecked`)."""
+    `check`: the caller's reads, made in the same database call (a frame's check); when it
+    says no, nothing is done (`unchecked`). `held`: the sign-in as it last held, which the
+    claim then requires (`queue_prompt`)."""
     generation_id, channel = await _new_generation()
-    submitted, claimed = await short(queue_prompt)(session, text, generation_id, channel, check)
+    submitted, claimed = await short(queue_prompt)(
+        session, text, generation_id, channel, check, held
+    )
     if claimed is not None:
         _launch(Job(claimed[0], generation_id, channel, render, turn=claimed[1]))
     return submitted

@@ -24,6 +24,7 @@ from django.db.models.functions import Coalesce
 from django.db.models.lookups import GreaterThan
 from django.utils import timezone
 
+from .. import sign_ins
 from ..agent.handoff_notes import NOTES
 from ..models import ChatSession, Entry
 from ..models.session import UNCLAIMED
@@ -90,18 +91,33 @@ TAKE_LAPSED = _taking(ChatSession.claimable)  # free, or its lease ran out
 
 
 def taking_free_and_reading(
-    read: Callable[[int], QuerySet[ChatSession, Any]],
+    read: Callable[[int], QuerySet[ChatSession, Any]], *, signed_in: bool = False
 ) -> Returning[ChatSession]:
     """The claim taken when the session is free and its owner runs fewer generations than
     `under` (the owner's cap, SPEC B8), and the session read as `read(session_id)` after it:
-    one statement where a prompt made three (the owner's count, the claim, the read)."""
+    one statement where a prompt made three (the owner's count, the claim, the read).
+
+    `signed_in`: a frame's check too, in the same statement: the session is kept, and the
+    sign-in (`key`, `user`) is as it last held (`data`, `password`: `sign_ins.Held`)."""
+
+    def where(claim: dict[str, Any]) -> Q:
+        free = Q(generation_id="") & _owner_runs_fewer(claim)
+        if not signed_in:
+            return free
+        held = (claim["key"], claim["user"], claim["data"], claim["password"], claim["now"])
+        return free & ChatSession.kept() & sign_ins.unchanged(*held)
+
     return Returning(
-        _claimed_where(lambda claim: Q(generation_id="") & _owner_runs_fewer(claim)),
+        _claimed_where(where),
         lambda session_id, **claim: read(session_id),
         session_id=int,
         **CLAIM,
         under=int,
+        **(SIGN_IN if signed_in else {}),
     )
+
+
+SIGN_IN = {"key": str, "user": int, "data": str, "password": str}  # a `sign_ins.Held`'s
 
 
 def _owner_runs_fewer(claim: dict[str, Any]) -> Q:
@@ -114,11 +130,22 @@ def _owner_runs_fewer(claim: dict[str, Any]) -> Q:
 
 
 def claim_free(
-    taking: Returning[ChatSession], session_id: int, generation_id: str, kind: str, channel: str
+    taking: Returning[ChatSession],
+    session_id: int,
+    generation_id: str,
+    kind: str,
+    channel: str,
+    held: sign_ins.Held | None = None,
 ) -> ChatSession | None:
     """`taking` (`taking_free_and_reading`) run: the session as read after its claim, or None
-    when it was not free or its owner was at the cap (`claim` and the caps then say which)."""
+    when it was not free or its owner was at the cap (`claim` and the caps then say which), or
+    (`held`, for a `taking` that is `signed_in`) the sign-in or the session changed."""
     now = timezone.now()
+    signed_in = (
+        {"key": held.key, "user": held.user_id, "data": held.data, "password": held.password}
+        if held is not None
+        else {}
+    )
     claimed = taking.objects(
         session_id=session_id,
         id=generation_id,
@@ -127,6 +154,7 @@ def claim_free(
         now=now,
         until=ChatSession.lease_until(now),
         under=settings.AGENTWEB_MAX_GENERATIONS_PER_USER,
+        **signed_in,
     )
     return claimed[0] if claimed else None
 
