@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from ..content import fork_title
 from ..context import context_tokens
+from ..statements import Update
 from ..thinking import level_on
 from ..tree import children, path_to, tip
 from . import appending, building, refusals
@@ -214,9 +215,7 @@ class ChatSession(models.Model):
 
     def save_partial(self, text: str, purpose: str, model: str) -> None:
         """Keep the reply streaming now (any append clears it): what a crash would lose."""
-        ChatSession.objects.filter(pk=self.pk).update(
-            partial_text=text, partial_purpose=purpose, partial_model=model
-        )
+        PARTIAL_SAVED.execute(session_id=self.pk, text=text, purpose=purpose, model=model)
 
     def move_leaf(self, leaf_id: int | None, *, generation_id: str = "") -> None:
         """Point the session at another branch (None: before its first entry), with the context
@@ -377,3 +376,17 @@ class ChatSession(models.Model):
             ids = list(chosen.select_for_update().values_list("pk", flat=True))
             ChatSession.objects.filter(pk__in=ids).update(deleted_at=timezone.now())
         return ids
+
+
+# A streaming reply's save, every few seconds of every stream (`save_partial`): compiled once
+# per connection, where the ORM's `update` built its SQL again at each save.
+PARTIAL_SAVED: Update[ChatSession] = Update(
+    lambda session_id, text, purpose, model: (
+        ChatSession.objects.filter(pk=session_id),
+        {"partial_text": text, "partial_purpose": purpose, "partial_model": model},
+    ),
+    session_id=int,
+    text=str,
+    purpose=str,
+    model=str,
+)
