@@ -72,7 +72,8 @@ def queue_prompt(
 ) -> tuple[Submitted, tuple[ChatSession, Turn] | None]:
     """A prompt in one database call: refused over a cap, else queued; and when no generation
     runs, the session claimed and the job's first turn taken, ready to send. `check`, when
-    given, runs first (the caller's own reads: a frame's check) and may stop it.
+    given, runs first (the caller's own reads: a frame's check) and may stop it; with `held`,
+    only when it must.
 
     `held` (with `check`): the caller's sign-in as it last held. The claim's statement then
     makes the check itself (the session kept, the sign-in unchanged), and `check` runs only
