@@ -34,6 +34,8 @@ from sessions.generation.events import EntryAdded, Live, StatusShown  # noqa: E4
 from sessions.models import ChatSession  # noqa: E402
 from sessions.partials.events import render  # noqa: E402
 from sessions.recall import offered  # noqa: E402
+from sessions.sign_ins import Held  # noqa: E402
+from sessions.statements import Returning  # noqa: E402
 
 TEXT = [{"type": "text", "text": "stream please"}]
 
@@ -68,24 +70,28 @@ def main() -> None:
         claims.claim(one.pk, generation, "prompt", "channel")
         claims.release(one.pk, generation)
 
-    def claim_free_and_release(checking: bool) -> None:  # a prompt's own claim
-        generation = uuid.uuid4().hex
-        if checking:  # once its sign-in held, the frame's check in the claim's statement
-            claims.claim_free(turns.CLAIMED_IF_FREE_AND_HELD, one.pk, generation, "p", "c", held)
-        else:
-            claims.claim_free(turns.CLAIMED_IF_FREE, one.pk, generation, "p", "c")
+    def claim_free_and_release(taking: Returning[ChatSession], *held: Held) -> None:
+        generation = uuid.uuid4().hex  # a prompt's own claim (`held`: the check in it)
+        claims.claim_free(taking, one.pk, generation, "p", "c", *held)
         claims.release(one.pk, generation)
 
     checked(one)  # the sign-in has held once (as at a socket's connect)
     held = sign_ins.held(cookie, user.pk)
+    assert held is not None
     line = StatusShown(one, status.read(one, queued=0))
     message = one.append_message("user", TEXT, data={})
     parts: list[tuple[str, Callable[[int], object]]] = [
         ("the frame's check: the sign-in holds, the session is kept", lambda n: checked(one)),
         ("the caps (a generation of the owner's, this one's)", lambda n: over_a_cap(one)),
         ("the claim taken and released", claim_and_release),
-        ("a prompt's claim taken and released", lambda n: claim_free_and_release(False)),
-        ("the same with the frame's check in it", lambda n: claim_free_and_release(True)),
+        (
+            "a prompt's claim taken and released",
+            lambda n: claim_free_and_release(turns.CLAIMED_IF_FREE),
+        ),
+        (
+            "the same with the frame's check in it",
+            lambda n: claim_free_and_release(turns.CLAIMED_IF_FREE_AND_HELD, held),
+        ),
         ("the claimed session, its queue and threshold", lambda n: turns._as_claimed(one.pk)),
         ("the prompt stored (a session's first)", lambda n: _stored(sessions[n + 1])),
         ("the status line read", lambda n: status.read(one, queued=0)),

@@ -98,14 +98,14 @@ def taking_free_and_reading(
     one statement where a prompt made three (the owner's count, the claim, the read).
 
     `signed_in`: a frame's check too, in the same statement: the session is kept, and the
-    sign-in (`key`, `user`) is as it last held (`data`, `password`: `sign_ins.Held`)."""
+    sign-in is as it last held (its parameters a `sign_ins.Held`'s fields)."""
 
     def where(claim: dict[str, Any]) -> Q:
         free = Q(generation_id="") & _owner_runs_fewer(claim)
         if not signed_in:
             return free
-        held = (claim["key"], claim["user"], claim["data"], claim["password"], claim["now"])
-        return free & ChatSession.kept() & sign_ins.unchanged(*held)
+        held = {name: claim[name] for name in SIGN_IN}
+        return free & ChatSession.kept() & sign_ins.unchanged(**held, now=claim["now"])
 
     return Returning(
         _claimed_where(where),
@@ -117,7 +117,7 @@ def taking_free_and_reading(
     )
 
 
-SIGN_IN = {"key": str, "user": int, "data": str, "password": str}  # a `sign_ins.Held`'s
+SIGN_IN = {"key": str, "user_id": int, "data": str, "password": str}  # `sign_ins.Held`'s fields
 
 
 def _owner_runs_fewer(claim: dict[str, Any]) -> Q:
@@ -141,11 +141,6 @@ def claim_free(
     when it was not free or its owner was at the cap (`claim` and the caps then say which), or
     (`held`, for a `taking` that is `signed_in`) the sign-in or the session changed."""
     now = timezone.now()
-    signed_in = (
-        {"key": held.key, "user": held.user_id, "data": held.data, "password": held.password}
-        if held is not None
-        else {}
-    )
     claimed = taking.objects(
         session_id=session_id,
         id=generation_id,
@@ -154,7 +149,7 @@ def claim_free(
         now=now,
         until=ChatSession.lease_until(now),
         under=settings.AGENTWEB_MAX_GENERATIONS_PER_USER,
-        **signed_in,
+        **(vars(held) if held is not None else {}),
     )
     return claimed[0] if claimed else None
 
