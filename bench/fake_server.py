@@ -1,6 +1,6 @@
 """The fake Anthropic server in a process of its own, answering every request with the same
 reply: N one-token text deltas, sent as fast as it can (or `--delay` seconds apart); with
-`--rate`, the load's paced replies (`paced`).
+`--rate`, the load's paced replies (`paced`), served by `paced_model`.
 
 A benchmark that reads the stream in one process and serves it from another would otherwise
 share one interpreter (and its lock) between the server and the reader being timed; the load's
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 ROOT = Path(__file__).resolve().parents[1]
 
 if TYPE_CHECKING:
-    from tests.fake_anthropic import FakeAnthropic, Reply
+    from tests.fake_anthropic import Reply
 
 LONG_IF = "cancel me"  # a prompt whose paced reply streams until it is cancelled
 
@@ -42,26 +42,6 @@ def paced(tokens: int, rate: float) -> Callable[[dict[str, Any]], Reply]:
     return reply
 
 
-def report(fake: FakeAnthropic) -> None:
-    """Print each request (its arrival and last message) and each early hang-up as it happens,
-    one JSON line each, for `FakeServerProcess(report=True)`."""
-    asked = gone = 0
-
-    def news() -> bool:
-        return len(fake.requests) > asked or len(fake.disconnected_at) > gone
-
-    while True:
-        fake.wait_for(news, 3600)
-        requests, hang_ups = fake.requests[asked:], fake.disconnected_at[gone:]
-        asked, gone = asked + len(requests), gone + len(hang_ups)
-        for request in requests:
-            last = request["json"].get("messages", [])[-1:]
-            print(json.dumps({"arrived": request["arrived"], "json": {"messages": last}}))
-        for at in hang_ups:
-            print(json.dumps({"disconnected_at": at}))
-        sys.stdout.flush()
-
-
 def main() -> None:
     sys.path.insert(0, str(ROOT))
     from tests.fake_anthropic import FakeAnthropic, Reply
@@ -70,16 +50,21 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=20_000)
     parser.add_argument("--delay", type=float, default=0.0)
     parser.add_argument("--rate", type=float, default=0.0, help="the load's paced replies")
-    parser.add_argument("--report", action="store_true", help="print requests and hang-ups")
+    parser.add_argument(
+        "--report", action="store_true", help="with --rate: print requests and hang-ups"
+    )
     args = parser.parse_args()
+    if args.rate:  # the loads' model: the same replies, its bytes made once
+        from paced_model import serve
+
+        serve(paced(args.tokens, args.rate), reported=args.report)
+        return
     fake = FakeAnthropic()
-    fake.responder = paced(args.tokens, args.rate) if args.rate else lambda body: Reply(
+    fake.responder = lambda body: Reply(
         chunks=[f"t{i} " for i in range(args.tokens)], delay=args.delay, within_max_tokens=False
     )  # fmt: skip
     fake.start()
     print(fake.port, flush=True)
-    if args.report:
-        report(fake)
     threading.Event().wait()
 
 

@@ -7,13 +7,17 @@ bench/load.py's smoke is tests/test_load.py.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from bench.fake_server import FakeServerProcess, paced
 
 from .browser.conftest import _browser_missing
 
@@ -245,3 +249,49 @@ def databases_named_bench(server: str) -> list[str]:
     with psycopg.connect(server) as admin:
         found = admin.execute("SELECT datname FROM pg_database WHERE datname LIKE 'bench_%'")
         return [row[0] for row in found.fetchall()]
+
+
+def _asked(port: int, text: str) -> socket.socket:
+    """A Messages request for `text` sent to the server on `port`, as the SDK sends it."""
+    body = json.dumps(
+        {"model": "claude-fake", "max_tokens": 64, "stream": True,
+         "messages": [{"role": "user", "content": text}]}
+    ).encode()  # fmt: skip
+    connection = socket.create_connection(("127.0.0.1", port), timeout=10)
+    head = f"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: {len(body)}\r\n\r\n"
+    connection.sendall(head.encode() + body)
+    return connection
+
+
+def _read_to_the_end(connection: socket.socket) -> bytes:
+    with connection:
+        return b"".join(iter(lambda: connection.recv(65536), b""))
+
+
+def test_the_loads_model_sends_the_fake_servers_paced_reply_byte_for_byte_and_reports_a_hang_up(
+    fake_server,
+):
+    """bench/paced_model.py, the loads' model in a process of its own, answers as the fake
+    server does (`paced`), and reports each request and each reply left early, for the load to
+    time its first deltas and cancels."""
+    fake_server.reset()
+    fake_server.responder = paced(tokens=5, rate=200)
+    model = FakeServerProcess(5, rate=200, report=True)
+    try:
+        ours = _read_to_the_end(_asked(model.port, "stream please 7"))
+        theirs = _read_to_the_end(_asked(fake_server.port, "stream please 7"))
+        assert ours == theirs
+        assert ours.count(b"event: content_block_delta\n") == 5
+        assert b'"text": "token4 "' in ours and ours.endswith(b"0\r\n\r\n")
+        assert model.wait_for(lambda: len(model.requests) == 1)
+        asked = model.requests[0]["json"]["messages"]
+        assert asked == [{"role": "user", "content": "stream please 7"}]
+
+        long = _asked(model.port, "cancel me")  # 500 tokens: left after its first
+        with long:
+            while b"token0 " not in long.recv(65536):
+                pass
+        assert model.wait_for(lambda: model.disconnects == 1)
+        assert len(model.requests) == 2
+    finally:
+        model.stop()
