@@ -172,6 +172,17 @@ def rss_kb(pid: int) -> int:
     return 0
 
 
+async def _open(server: Any, session_id: int, cookie: str) -> Any:
+    """A tab's socket on `server` for the session."""
+    from websockets.asyncio.client import connect
+
+    url = server.ws_url(f"/ws/sessions/{session_id}/")
+    return await connect(
+        url, additional_headers={"Cookie": f"sessionid={cookie}"}, origin=server.url,
+        max_size=None, open_timeout=60,
+    )  # fmt: skip
+
+
 async def run(
     servers: list[Any],
     cookie: str,
@@ -184,8 +195,6 @@ async def run(
     """Open a tab per session; once every tab has its page state (the status line of its first
     sync), send a prompt in each: all at once, or at even intervals over `spread` seconds.
     Read every frame to the reply's end."""
-    from websockets.asyncio.client import connect
-
     if tabs is None:
         tabs = []
     tabs[:] = [Tab() for _ in session_ids]  # the caller's list, so it can watch them
@@ -196,12 +205,8 @@ async def run(
     async def one(index: int, tab: Tab, session_id: int) -> None:
         nonlocal synced, rss_connected
         server = servers[index % len(servers)]  # the tabs split between the processes
-        url = server.ws_url(f"/ws/sessions/{session_id}/")
         try:
-            async with connect(
-                url, additional_headers={"Cookie": f"sessionid={cookie}"}, origin=server.url,
-                max_size=None, open_timeout=60,
-            ) as ws:  # fmt: skip
+            async with await _open(server, session_id, cookie) as ws:
                 while 'id="status"' not in str(await asyncio.wait_for(ws.recv(), timeout)):
                     pass
                 synced += 1
@@ -242,45 +247,77 @@ async def run(
     return tabs, rss_connected
 
 
+class Watched:
+    """A tab that reads every frame as it comes, as a browser does; `watch` notes when a frame
+    first says each of some texts."""
+
+    def __init__(self, ws: Any) -> None:
+        self.ws = ws
+        self.said: dict[str, asyncio.Future[float]] = {}
+        self.reading = asyncio.ensure_future(self._read())
+
+    async def _read(self) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        with contextlib.suppress(ConnectionClosed):
+            async for message in self.ws:
+                self._saw(str(message))
+
+    def _saw(self, frame: str) -> None:
+        for text, at in self.said.items():
+            if not at.done() and text in frame:
+                at.set_result(time.monotonic())
+
+    def watch(self, *texts: str) -> None:
+        """From now on, note the first frame that says each of `texts`."""
+        loop = asyncio.get_running_loop()
+        self.said = {text: loop.create_future() for text in texts}
+
+    async def first(self, timeout: float) -> tuple[str, float]:
+        """Which of the watched texts a frame said first, and when."""
+        said = self.said
+        done, _ = await asyncio.wait(
+            said.values(), timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        if not done:
+            raise TimeoutError(f"no frame said any of {list(said)} in {timeout} s")
+        return min(((text, at.result()) for text, at in said.items() if at.done()), key=_when)
+
+    async def close(self) -> None:
+        await self.ws.close()
+        await self.reading
+
+
+def _when(said: tuple[str, float]) -> float:
+    return said[1]
+
+
 class Cancels:
     """Sessions whose replies a tab on another process than their generation's cancels while
     the load streams: a prompt in each from a tab on the first process, every reply streaming
     before the load starts; then, one at a time once the load's replies stream, a tab on the
     last process cancels one, timed to the model connection closing (the fake server's count
-    of disconnects) and to `Cancelled` in that tab."""
+    of disconnects) and to `Cancelled` in that tab. Both tabs read every frame as it comes."""
 
     def __init__(self, servers: list[Any], fake: Any, cookie: str, timeout: float) -> None:
         self.start, self.other = servers[0], servers[-1]
-        self.fake, self.timeout = fake, timeout
-        self.headers = {"Cookie": f"sessionid={cookie}"}
-        self.stack = contextlib.AsyncExitStack()
-        self.tabs: list[Any] = []  # the cancelling tabs, one a session
+        self.fake, self.cookie, self.timeout = fake, cookie, timeout
+        self.tabs: list[Watched] = []  # the prompting tab and the cancelling tab, a session each
 
     async def start_replies(self, session_ids: list[int]) -> None:
-        from websockets.asyncio.client import connect
-
         for session_id in session_ids:
-            path = f"/ws/sessions/{session_id}/"
-            a = await self.stack.enter_async_context(
-                connect(
-                    self.start.ws_url(path), additional_headers=self.headers, origin=self.start.url
-                )
-            )
-            b = await self.stack.enter_async_context(
-                connect(
-                    self.other.ws_url(path), additional_headers=self.headers, origin=self.other.url
-                )
-            )
-            await a.send(json.dumps({"message": f"cancel me {session_id}"}))
-            self.tabs.append(b)
-        for b in self.tabs:
-            while "token0 " not in str(await asyncio.wait_for(b.recv(), self.timeout)):
-                pass  # its reply streams
+            a = Watched(await _open(self.start, session_id, self.cookie))
+            b = Watched(await _open(self.other, session_id, self.cookie))
+            b.watch("token0 ")
+            self.tabs += [a, b]
+            await a.ws.send(json.dumps({"message": f"cancel me {session_id}"}))
+        for b in self.tabs[1::2]:
+            await b.first(self.timeout)  # its reply streams
 
     async def cancel_each(self, streaming: Any) -> list[tuple[float, float, bool]]:
         found: list[tuple[float, float, bool]] = []
         fake = self.fake
-        for b in self.tabs:
+        for b in self.tabs[1::2]:
             running = streaming()
             before = fake.disconnects
 
@@ -288,16 +325,19 @@ class Cancels:
                 closed = fake.wait_for(lambda: fake.disconnects > before, self.timeout)
                 return fake.disconnected_at[-1] if closed else math.inf
 
+            b.watch("Cancelled", "Nothing is running.")
             sent = time.monotonic()
-            await b.send(json.dumps({"action": "cancel"}))
+            await b.ws.send(json.dumps({"action": "cancel"}))
             closing = asyncio.ensure_future(asyncio.to_thread(closed_at))
-            while "Cancelled" not in (frame := str(await asyncio.wait_for(b.recv(), self.timeout))):
-                if "Nothing is running." in frame:
-                    raise SystemExit("a cancel came after its reply had ended")
-            shown = time.monotonic()
+            said, shown = await b.first(self.timeout)
+            if said != "Cancelled":
+                raise SystemExit("a cancel came after its reply had ended")
             found.append(((await closing - sent) * 1000, (shown - sent) * 1000, running))
-        await self.stack.aclose()
         return found
+
+    async def close(self) -> None:
+        for tab in self.tabs:
+            await tab.close()
 
 
 def prepare(sessions: int) -> tuple[str, list[int]]:
@@ -375,17 +415,20 @@ async def measure(
         return any(tab.deltas and not tab.done for tab in tabs)
 
     cancelling = Cancels(servers, fake, cookie, timeout)
-    await cancelling.start_replies(cancelled)
-    asked_before = len(fake.requests)
-    load = asyncio.ensure_future(run(servers, cookie, ids, timeout, spread, on_ready, tabs))
-    asking = asyncio.ensure_future(asyncio.to_thread(all_asked))
-    timed: list[tuple[float, float, bool]] = []
-    if cancelled:
-        await started.wait()
-        while sum(bool(tab.deltas) for tab in tabs) < len(tabs) / 2 and not load.done():
-            await asyncio.sleep(0.05)  # until the load's replies stream
-        timed = await cancelling.cancel_each(streaming)
-    tabs, connected = await load
+    try:
+        await cancelling.start_replies(cancelled)
+        asked_before = len(fake.requests)
+        load = asyncio.ensure_future(run(servers, cookie, ids, timeout, spread, on_ready, tabs))
+        asking = asyncio.ensure_future(asyncio.to_thread(all_asked))
+        timed: list[tuple[float, float, bool]] = []
+        if cancelled:
+            await started.wait()
+            while sum(bool(tab.deltas) for tab in tabs) < len(tabs) / 2 and not load.done():
+                await asyncio.sleep(0.05)  # until the load's replies stream
+            timed = await cancelling.cancel_each(streaming)
+        tabs, connected = await load
+    finally:
+        await cancelling.close()
     asked = {
         int(found.group(1)): request["arrived"]
         for request in fake.requests
