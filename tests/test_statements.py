@@ -15,7 +15,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from sessions import sign_ins
+from sessions import sign_ins, status
 from sessions.generation.turns import next_turn, queue_prompt
 from sessions.models import ChatSession, Entry, PendingPrompt
 from sessions.statements import Insert, Returning, Statement, Update
@@ -382,3 +382,20 @@ def test_a_reply_that_ends_with_a_prompt_queued_sends_it_next_and_keeps_the_clai
     row = ChatSession.objects.get(pk=session.pk)
     assert (row.generation_id, row.leaf_id) == ("gen-1", turn.user.pk)
     assert not PendingPrompt.objects.filter(session_id=session.pk).exists()
+
+
+def test_a_sessions_seed_is_found_by_the_index_of_roots_not_by_walking_every_users_entries(owner):
+    """The status line reads a handed-off session's seed (its first entry without a parent) at
+    every turn. Without an index of roots, PostgreSQL found it by walking the entry table in
+    id order, every user's entries before it: 17-36 ms behind 140,000 entries."""
+    earlier = make_session(owner)
+    for n in range(30):
+        earlier.append_message("user", [{"type": "text", "text": f"earlier {n}"}])
+    session = make_session(owner)
+    session.append_message("user", [{"type": "text", "text": "the seed"}])
+    if connection.vendor == "postgresql":  # a table this small is read whole, index or none
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL enable_seqscan = off")
+    plan = status.SEED.build(session_id=session.pk).explain()
+    assert "chat_entry_roots" in plan
+    assert status.SEED.rows(session_id=session.pk) == [({},)]

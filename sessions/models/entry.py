@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.db import models
+from django.db.models import Q
 from django.utils import timezone
 
 from ..content import Kind, Role, Status, searchable, text_of
@@ -58,7 +59,15 @@ class Entry(models.Model):
 
     class Meta:
         verbose_name_plural = "entries"
-        indexes = [models.Index(fields=["session", "id"])]
+        indexes = [
+            models.Index(fields=["session", "id"]),
+            # A session's roots (its first entry; an import's child listed before its parent):
+            # the status line reads a handed-off session's seed at every turn, and without it
+            # PostgreSQL walked every user's entries in id order to find it.
+            models.Index(
+                fields=["session", "id"], condition=Q(parent__isnull=True), name="chat_entry_roots"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind}/{self.role or self.custom_type} #{self.pk}"
