@@ -32,7 +32,10 @@ HEAD = (
 
 
 def wire(reply: Reply) -> list[bytes]:
-    """`reply`'s events as HTTP chunks, one item an event, as `FakeAnthropic` writes them."""
+    """`reply`'s events as HTTP chunks, one item an event, as `FakeAnthropic` writes them. A
+    plain text reply only: no hold, drop, gzip or ragged wire."""
+    if reply.mode != "text" or reply.hold_after >= 0 or reply.gzip or reply.ragged:
+        raise ValueError("the loads' model serves plain text replies")
     chunked = []
     for event, data in _events(reply):
         body = b"".join(_wire(event, data, reply))
@@ -77,7 +80,8 @@ class _Connection(asyncio.Protocol):
         if not found:
             return
         lines = head.decode("latin-1").split("\r\n")
-        headers = {k.strip().lower(): v.strip() for k, _, v in (s.partition(":") for s in lines)}
+        fields = (line.partition(":") for line in lines[1:])
+        headers = {name.strip().lower(): value.strip() for name, _, value in fields}
         if len(body) < int(headers.get("content-length", "0")):
             return
         request = json.loads(body or b"{}")
