@@ -302,22 +302,24 @@ class Cancels:
     def __init__(self, servers: list[Any], fake: Any, cookie: str, timeout: float) -> None:
         self.start, self.other = servers[0], servers[-1]
         self.fake, self.cookie, self.timeout = fake, cookie, timeout
-        self.tabs: list[Watched] = []  # the prompting tab and the cancelling tab, a session each
+        self.prompting: list[Watched] = []  # a tab a session, on the first process
+        self.cancelling: list[Watched] = []  # a tab a session, on the last process
 
     async def start_replies(self, session_ids: list[int]) -> None:
         for session_id in session_ids:
             a = Watched(await _open(self.start, session_id, self.cookie))
             b = Watched(await _open(self.other, session_id, self.cookie))
             b.watch("token0 ")
-            self.tabs += [a, b]
+            self.prompting.append(a)
+            self.cancelling.append(b)
             await a.ws.send(json.dumps({"message": f"cancel me {session_id}"}))
-        for b in self.tabs[1::2]:
+        for b in self.cancelling:
             await b.first(self.timeout)  # its reply streams
 
     async def cancel_each(self, streaming: Any) -> list[tuple[float, float, bool]]:
         found: list[tuple[float, float, bool]] = []
         fake = self.fake
-        for b in self.tabs[1::2]:
+        for b in self.cancelling:
             running = streaming()
             before = fake.disconnects
 
@@ -336,7 +338,7 @@ class Cancels:
         return found
 
     async def close(self) -> None:
-        for tab in self.tabs:
+        for tab in [*self.prompting, *self.cancelling]:
             await tab.close()
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.fake_anthropic import Reply, _events, _wire, count_tokens  # noqa: E402
+from tests.fake_anthropic import Reply, _events, _wire, chunked, count_tokens  # noqa: E402
 
 HEAD = (
     b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
@@ -36,11 +36,7 @@ def wire(reply: Reply) -> list[bytes]:
     plain text reply only: no hold, drop, gzip or ragged wire."""
     if reply.mode != "text" or reply.hold_after >= 0 or reply.gzip or reply.ragged:
         raise ValueError("the loads' model serves plain text replies")
-    chunked = []
-    for event, data in _events(reply):
-        body = b"".join(_wire(event, data, reply))
-        chunked.append(b"%x\r\n%s\r\n" % (len(body), body))
-    return chunked
+    return [chunked(b"".join(_wire(event, data, reply))) for event, data in _events(reply)]
 
 
 class PacedModel:

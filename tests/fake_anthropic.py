@@ -269,13 +269,13 @@ class FakeAnthropic:
                 for chunk in _wire(event, data, reply):
                     if encoder is not None:
                         chunk = encoder.compress(chunk) + encoder.flush(zlib.Z_SYNC_FLUSH)
-                    writer.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                    writer.write(chunked(chunk))
                 await writer.drain()
                 if reply.delay:  # (a plain sleep: a wait on `eof` too cost a fifth of the CPU)
                     await asyncio.sleep(reply.delay)
             if encoder is not None:
                 tail = encoder.flush()
-                writer.write(f"{len(tail):x}\r\n".encode() + tail + b"\r\n")
+                writer.write(chunked(tail))
             writer.write(b"0\r\n\r\n")
             await writer.drain()
             self._note(completed=1)
@@ -325,6 +325,11 @@ async def _respond_json(
         + data
     )
     await writer.drain()
+
+
+def chunked(data: bytes) -> bytes:
+    """`data` as one chunk of a chunked HTTP/1.1 body."""
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
 
 
 def _wire(event: str, data: dict[str, Any], reply: Reply) -> list[bytes]:
