@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.db import connection
 
 from sessions import search, session_file
 from sessions.templatetags.agentweb import marked
@@ -160,3 +161,26 @@ def test_a_title_is_found_without_its_accents(client, owner):
     page = client.get("/?q=resume+for+the+cafe").content.decode()
     assert "Résumé for the Café</a>" in page
     assert "No session mentions" not in page
+
+
+def test_a_substring_is_found_through_an_index_not_by_reading_every_users_entries(
+    owner, django_user_model
+):
+    """A substring (ILIKE on PostgreSQL) had no index there: every search read every entry of
+    every user, 180 ms behind 134,000 entries. Both databases now answer it from a trigram
+    index: PostgreSQL's pg_trgm, SQLite's FTS5."""
+    other = make_session(django_user_model.objects.create_user("other", password="x"))
+    for n in range(30):
+        say(other, f"someone else's words {n}")
+    session = make_session(owner)
+    entry_id = say(session, "我们使用数据库来保存会话")
+    found = search.matching_entries(owner, "使用数据")
+    if connection.vendor == "postgresql":  # tables this small are read whole, index or none
+        with connection.cursor() as cursor:  # nor walked in id order, nor through the owner's
+            for plan in ("seqscan", "indexscan", "nestloop"):
+                cursor.execute(f"SET LOCAL enable_{plan} = off")
+    index = (
+        "chat_entry_search_substrings" if connection.vendor == "postgresql" else "chat_entry_fts"
+    )
+    assert index in found.explain()
+    assert [entry.pk for entry in found] == [entry_id]

@@ -1,0 +1,44 @@
+"""PostgreSQL finds a substring of the entries' words through an index, as SQLite does.
+
+Search matches words through the full-text index and substrings (a word inside Chinese text,
+part of a name) with ILIKE over the unaccented text. With nothing to serve the ILIKE, the two
+together were answered by reading every entry of every user, newest first, unaccenting each:
+180 ms a search behind 134,000 entries, and growing with the whole table. SQLite has had its
+trigram index (FTS5, migration 0006) from the start.
+
+A trigram index (`pg_trgm`, a trusted extension of PostgreSQL's contrib, as `unaccent` is) on
+the same expression the search compares serves the ILIKE; with the words index the planner
+answers both from indexes (1.4 ms). The table is analyzed afterwards: until the planner has the
+expression's statistics it keeps the old plan.
+"""
+
+from typing import Any
+
+from django.db import migrations
+
+POSTGRES_INDEX = [
+    "CREATE EXTENSION IF NOT EXISTS pg_trgm",
+    "CREATE INDEX IF NOT EXISTS chat_entry_search_substrings ON chat_entry USING GIN "
+    "(upper(agentweb_unaccent(search_text)) gin_trgm_ops)",
+    "ANALYZE chat_entry",
+]
+POSTGRES_DROP = ["DROP INDEX IF EXISTS chat_entry_search_substrings"]
+
+
+def run(statements: list[str]) -> Any:
+    def apply(apps: Any, schema_editor: Any) -> None:
+        if schema_editor.connection.vendor == "postgresql":
+            for statement in statements:
+                schema_editor.execute(statement)
+
+    return apply
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("chat", "0021_entry_roots"),
+    ]
+
+    operations = [
+        migrations.RunPython(run(POSTGRES_INDEX), run(POSTGRES_DROP)),
+    ]
