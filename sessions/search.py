@@ -140,9 +140,15 @@ def _has_words(query: str) -> bool:
 
 
 def find(owner: User, query: str, limit: int = RESULTS) -> list[Hit]:
-    """The newest entries of the owner's that mention `query`, each with a highlighted snippet."""
+    """The newest entries of the owner's that mention `query`, each with a highlighted snippet.
+
+    Newest by when each was said (an imported session's entries by their own dates): an order
+    no index gives, so PostgreSQL takes the matches from the words and substrings indexes. In
+    id order it walked every user's entries from the newest until it had `limit` of them, the
+    whole table when the words are rare (180 ms behind 134,000 entries, 1-2 ms now)."""
     entries = (
         matching_entries(owner, query)
+        .order_by("-created_at", "-pk")
         .select_related("session")
         .only("pk", "search_text", "session")[:limit]
     )

@@ -5,11 +5,14 @@ and jump to the entry, however old."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from sessions import search, session_file
+from sessions.models import Entry
 from sessions.templatetags.agentweb import marked
 
 from .conftest import make_session
@@ -184,3 +187,14 @@ def test_a_substring_is_found_through_an_index_not_by_reading_every_users_entrie
     )
     assert index in found.explain()
     assert [entry.pk for entry in found] == [entry_id]
+
+
+def test_results_are_newest_first_by_when_they_were_said_an_imported_entry_by_its_own_date(
+    owner,
+):
+    """An imported session's entries keep their dates: one said last year ranks below one said
+    today, though it was stored after it."""
+    today = say(make_session(owner), "the zanzibar protocol, today")
+    imported = say(make_session(owner), "the zanzibar protocol, last year")
+    Entry.objects.filter(pk=imported).update(created_at=timezone.now() - timedelta(days=365))
+    assert [hit.entry_id for hit in search.find(owner, "zanzibar")] == [today, imported]
