@@ -186,6 +186,14 @@ def test_the_prompt_queries_bench_counts_a_prompts_statements_and_says_who_sent_
     assert "sessions/generation/claims.py:" in out and "× UPDATE" in out
 
 
+def test_the_search_bench_times_a_rare_and_a_common_word_behind_other_users_entries():
+    out = bench("bench/search_scale.py", "--users", "3", "--entries", "600", "--runs", "1",
+                **pass_database())  # fmt: skip
+    assert out.startswith(f"{vendor()}: search behind 600 entries of 3 users (the searcher's 200)")
+    assert re.search(r"^\s+\d+\.\d  a rare word: the entries shown$", out, re.M)
+    assert re.search(r"^\s+\d+\.\d  a common word: the sessions listed$", out, re.M)
+
+
 @sqlite_pass_only
 def test_the_load_bench_profiles_a_burst_of_prompts_with_cprofile(tmp_path):
     """`bench/load.py --cprofile`: daphne under cProfile for the burst, the event loop's thread
