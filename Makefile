@@ -55,6 +55,7 @@ bench: dev  # every figure of docs/PERFORMANCE.md, each beside its target (about
 	$(BIN)/python bench/tree_page.py --entries 99000
 	$(BIN)/python bench/recall.py --sessions 5 --entries 2000 --runs 9
 	$(BIN)/python bench/search_scale.py --users 20 --entries 100000 --runs 5
+	$(BIN)/python bench/many_sessions.py --sessions 15 --entries 10000 --runs 5
 	$(BIN)/python bench/load.py --sessions 10,50,100,200 --tokens 200 --rate 40
 	$(BIN)/python bench/load.py --sessions 200 --tokens 200 --rate 40 --spread 5
 	$(BIN)/python bench/load.py --sessions 50,200 --tokens 200 --rate 40 --layer redis
@@ -69,6 +70,7 @@ bench-postgres: dev  # the prompt's costs and the loads on PostgreSQL, the READM
 	$(BIN)/python bench/prompt_parts.py --runs 300
 	$(BIN)/python bench/db_calls.py --runs 5
 	$(BIN)/python bench/search_scale.py --users 20 --entries 100000 --runs 5
+	$(BIN)/python bench/many_sessions.py --sessions 15 --entries 10000 --runs 5
 	$(BIN)/python bench/load.py --sessions 50,200 --tokens 200 --rate 40 --layer redis
 	$(BIN)/python bench/load.py --sessions 100,400 --tokens 200 --rate 40 --layer redis --processes 2 --cancels 20
 

@@ -194,6 +194,14 @@ def test_the_search_bench_times_a_rare_and_a_common_word_behind_other_users_entr
     assert re.search(r"^\s+\d+\.\d  a common word: the sessions listed$", out, re.M)
 
 
+def test_the_many_sessions_bench_times_the_sidebar_and_the_list():
+    out = bench("bench/many_sessions.py", "--sessions", "3", "--entries", "40", "--runs", "1",
+                **pass_database())  # fmt: skip
+    assert out.startswith(f"{vendor()}: 3 sessions of 40 entries, median of 1 (ms)")
+    assert re.search(r"^\s+\d+\.\d  the sidebar beside a session's page$", out, re.M)
+    assert re.search(r"^\s+\d+\.\d  the session list, its counts and usage$", out, re.M)
+
+
 @sqlite_pass_only
 def test_the_load_bench_profiles_a_burst_of_prompts_with_cprofile(tmp_path):
     """`bench/load.py --cprofile`: daphne under cProfile for the burst, the event loop's thread
