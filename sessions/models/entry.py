@@ -20,7 +20,11 @@ class Entry(models.Model):
     Role = Role
     Status = Status
 
-    session = models.ForeignKey("ChatSession", on_delete=models.CASCADE, related_name="entries")
+    # Found through the index of (session, id) below: an index of the session alone was one more
+    # to write at every append, and tempted the planner to read a long session's every entry.
+    session = models.ForeignKey(
+        "ChatSession", on_delete=models.CASCADE, related_name="entries", db_index=False
+    )
     parent = models.ForeignKey(
         "self", on_delete=models.DO_NOTHING, null=True, blank=True, related_name="+"
     )
