@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar, cast
 
-from django.db.models import Max, QuerySet, Value
+from django.db import connection, transaction
+from django.db.models import Max, Q, QuerySet, Value
 
 from .statements import Rows, Statement, sent_together
 
@@ -58,9 +59,12 @@ class Tally(Generic[Row, T]):
         fold: Callable[[T, Sequence[Row]], T],
         empty: T,
         taken: Callable[[Rows], Sequence[Row]] | None = None,
+        many: Callable[[Q], QuerySet[Any, Any]] | None = None,
     ) -> None:
+        """`many`, for `reading_ahead_of_many`: the rows `statement` gives, of every entry that
+        a filter of entries selects, each with its session's id first."""
         self.statement, self.last, self.fold, self.empty = statement, last, fold, empty
-        self._taken = taken
+        self._taken, self.many = taken, many
         self._kept: dict[tuple[int, datetime], tuple[int, T]] = {}
 
     def read(self, session_id: int, after: int) -> Sequence[Row]:
@@ -122,6 +126,69 @@ def sending_reads(
         for tally, after in zip(tallies, afters, strict=True)
     ]
     return _taking(known, tallies, afters, sent)
+
+
+MANY = 200  # sessions read in one statement by `reading_ahead_of_many`
+
+
+@contextlib.contextmanager
+def reading_ahead_of_many(
+    sessions: Sequence[SessionLike], *tallies: Tally[Any, Any]
+) -> Iterator[None]:
+    """`reading_ahead`, for many sessions: the new entries of all of them, one statement for
+    each tally (its `many`), not one for each session."""
+    rows = getattr(_ahead, "rows", None)
+    if rows is None:
+        rows = _ahead.rows = {}
+    with _serially():
+        keys = _read_many(rows, sessions, tallies)
+    try:
+        yield
+    finally:
+        for key in keys:
+            rows.pop(key, None)
+
+
+def _read_many(
+    rows: dict[tuple[int, int, datetime], tuple[int, Sequence[Any]]],
+    sessions: Sequence[SessionLike],
+    tallies: Sequence[Tally[Any, Any]],
+) -> list[tuple[int, int, datetime]]:
+    """`reading_ahead_of_many`'s reads, put where each tally's `of` takes them; their keys."""
+    keys = []
+    for tally in tallies:
+        assert tally.many is not None, "a tally read for many sessions says how (`many`)"
+        for start in range(0, len(sessions), MANY):
+            some = sessions[start : start + MANY]
+            afters = {
+                session.pk: tally._kept.get((session.pk, session.created_at), (0, None))[0]
+                for session in some
+            }
+            new = Q()
+            for session_id, after in afters.items():
+                new |= Q(session_id=session_id, pk__gt=after)
+            by_session: dict[int, list[tuple[Any, ...]]] = {pk: [] for pk in afters}
+            for session_id, *row in tally.many(new):
+                by_session[session_id].append(tuple(row))
+            for session in some:
+                key = (id(tally), session.pk, session.created_at)
+                rows[key] = (afters[session.pk], tally.taken(by_session[session.pk]))
+                keys.append(key)
+    return keys
+
+
+@contextlib.contextmanager
+def _serially() -> Iterator[None]:
+    """The block's reads without parallel workers on PostgreSQL: the planner takes a session's
+    entries after an id for that share of the whole table's (it cannot know that a session's
+    ids run together), and starting the workers it plans for cost 5 ms a read that finds
+    none (bench/many_sessions.py)."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+        yield
 
 
 @contextlib.contextmanager

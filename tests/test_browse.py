@@ -7,7 +7,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from sessions import handoff, store
+from sessions import handoff, listing, store
 from sessions.models import ChatSession, Entry
 
 from .conftest import make_session
@@ -108,7 +108,9 @@ def test_two_thousand_sessions_list_in_a_bounded_number_of_queries(
     ChatSession.objects.bulk_create(
         ChatSession(owner=owner, model="local", parent_session=r, chain_root=r) for r in roots
     )
-    with django_assert_max_num_queries(9):  # the page, the purge, archived and deleted
+    # The page, the purge, archived and deleted; the new entries of the sessions listed,
+    # counted (two, and on PostgreSQL in a transaction that plans them without workers).
+    with django_assert_max_num_queries(13):
         response = signed_in.get("/")
     assert response.status_code == 200 and len(rows(response.content.decode())) >= 20
 
@@ -275,3 +277,25 @@ def test_side_by_side_shows_a_window_of_each_transcript_around_the_handoff(signe
     assert new_column.count('<article id="entry-') == 200  # from the seed on
     assert "New session started with handoff context" in new_column
     assert "101 later entries: open the session" in new_column
+
+
+def test_the_list_counts_each_sessions_messages_and_tokens_as_they_grow(owner):
+    """Counted by the process and brought up to date from the entries written since, by this
+    process or another: a page of long sessions no longer reads every entry of each."""
+    session = make_session(owner, exchanges=2)
+    session.append_custom("note", "a note is not a message")
+
+    def listed() -> tuple[int, int]:
+        _, chains = listing.chain_page(owner)
+        (chain,) = chains
+        (shown,) = chain.sessions
+        return shown.messages, chain.used[shown.pk].tokens
+
+    assert listed() == (4, 0)
+    session.append_message(
+        "assistant", [{"type": "text", "text": "paid for"}], model="claude-sonnet-4-5", input_tokens=100,
+        output_tokens=20,
+    )  # fmt: skip
+    assert listed() == (5, 120)
+    ChatSession.objects.get(pk=session.pk).append_message("user", [{"type": "text", "text": "x"}])
+    assert listed() == (6, 120)  # written through another object, as another process would

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from sessions import mentions, todos, usage
-from sessions.tallies import reading_ahead
+from sessions.listing import MESSAGES
+from sessions.tallies import reading_ahead, reading_ahead_of_many
 from sessions.todos import Todo
 
 from . import round_trips
@@ -117,3 +119,22 @@ def test_on_postgresql_the_reads_ahead_go_in_one_round_trip(owner):
         pass
     assert piped == [True, True, True]  # each sent before any answer was awaited
     assert trips == [1]  # their answers read after the pipeline's sync, not before it
+
+
+def test_many_sessions_read_ahead_together_give_what_each_reads_alone(owner):
+    """The session list's counts: one statement a tally for every session listed."""
+    sessions = [make_session(owner, exchanges=n) for n in (1, 2, 3)]
+    assert MESSAGES.of(sessions[0]) == 2  # this one counted once already, the others not
+    for session in sessions:
+        session.append_message("assistant", said("a"), model=SONNET, input_tokens=10)
+    with (
+        CaptureQueriesContext(connection) as sent,
+        reading_ahead_of_many(sessions, MESSAGES, usage.SUMMED),
+    ):
+        ahead = [(MESSAGES.of(s), usage.of_session(s)) for s in sessions]
+    reads = [q["sql"] for q in sent.captured_queries if "chat_entry" in q["sql"]]
+    assert len(reads) == 2
+    assert ahead == [(n, usage.priced(SONNET, 10, 0)) for n in (3, 5, 7)]
+    MESSAGES.forget()
+    forget_everything()
+    assert [(MESSAGES.of(s), usage.of_session(s)) for s in sessions] == ahead
