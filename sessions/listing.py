@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.core.paginator import Page, Paginator
@@ -75,7 +76,7 @@ def chain_page(
 ) -> tuple[Page, list[Chain]]:
     """A page of chains, pinned ones first, then the latest active: the sessions in the list,
     or (`archived`) those archived, or those that match `query`, archived or not. `counted`:
-    each session's messages and usage too (they read every entry of every session listed)."""
+    each session's messages and usage too, from the process's tallies."""
     shown = ChatSession.objects.filter(ChatSession.kept(), owner=owner)
     if not query:
         shown = shown.filter(archived_at__isnull=not archived)
@@ -110,13 +111,18 @@ def chain_page(
 # Each session's messages, counted by the process and brought up to date from the entries
 # written since: counted anew at every view, a page of long sessions read every entry of each
 # (115-140 ms beside 15 sessions of 10,000 entries, bench/many_sessions.py).
-MESSAGES_SINCE: Statement[Entry] = Statement(  # how many of a session's entries after one
-    lambda session_id, after: (  # are messages, and the last of them all
-        Entry.objects.filter(session_id=session_id, pk__gt=after)
-        .values("session_id")
+def _messages(entries: QuerySet[Entry, Any], *before: str) -> QuerySet[Entry, Any]:
+    """How many of each session's `entries` are messages, and the last of them all (`before`:
+    columns ahead of those two)."""
+    return (
+        entries.values("session_id")
         .annotate(n=Count("pk", filter=Q(kind=Entry.Kind.MESSAGE)), last=Max("id"))
-        .values_list("n", "last")
-    ),
+        .values_list(*before, "n", "last")
+    )
+
+
+MESSAGES_SINCE: Statement[Entry] = Statement(
+    lambda session_id, after: _messages(Entry.objects.filter(session_id=session_id, pk__gt=after)),
     session_id=int,
     after=int,
 )
@@ -125,12 +131,7 @@ MESSAGES: Tally[tuple[int, int], int] = Tally(
     last=lambda row: int(row[1]),
     fold=lambda count, rows: count + sum(int(n) for n, _ in rows),
     empty=0,
-    many=lambda new: (
-        Entry.objects.filter(new)
-        .values("session_id")
-        .annotate(n=Count("pk", filter=Q(kind=Entry.Kind.MESSAGE)), last=Max("id"))
-        .values_list("session_id", "n", "last")
-    ),
+    many=lambda new: _messages(Entry.objects.filter(new), "session_id"),
 )
 
 

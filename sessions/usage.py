@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Max, Sum
+from django.db.models import Max, QuerySet, Sum
 
 from .models import ChatSession, Entry
 from .statements import Statement
@@ -91,13 +91,17 @@ def _priced(model: str, tokens: list[int | None]) -> Usage | None:
     return used if used.tokens else None
 
 
-SINCE: Statement[Entry] = Statement(  # a session's entries after one, summed by model, role
-    lambda session_id, after: (
-        Entry.objects.filter(session_id=session_id, pk__gt=after)
-        .values("model", "role")
+def _summed(entries: QuerySet[Entry, Any], *by: str) -> QuerySet[Entry, Any]:
+    """`entries`' tokens summed by (`by` and) model and role, with the last entry of each."""
+    return (
+        entries.values(*by, "model", "role")
         .annotate(**_SUMMED_TOKENS, last=Max("id"))
-        .values_list("model", "role", "i", "o", "r", "w", "last")
-    ),
+        .values_list(*by, "model", "role", "i", "o", "r", "w", "last")
+    )
+
+
+SINCE: Statement[Entry] = Statement(  # a session's entries after one, summed by model, role
+    lambda session_id, after: _summed(Entry.objects.filter(session_id=session_id, pk__gt=after)),
     session_id=int,
     after=int,
 )
@@ -106,12 +110,7 @@ SUMMED: Tally[tuple[Any, ...], Sums] = Tally(
     last=lambda row: int(row[-1]),
     fold=_added,
     empty=(),
-    many=lambda new: (  # SINCE's rows of many sessions' entries, each session's id first
-        Entry.objects.filter(new)
-        .values("session_id", "model", "role")
-        .annotate(**_SUMMED_TOKENS, last=Max("id"))
-        .values_list("session_id", "model", "role", "i", "o", "r", "w", "last")
-    ),
+    many=lambda new: _summed(Entry.objects.filter(new), "session_id"),
 )
 
 
