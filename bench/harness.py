@@ -180,6 +180,13 @@ def median_seconds(run: Callable[[], Any], runs: int) -> float:
     return statistics.median(samples)
 
 
+def warm_median_ms(run: Callable[[], Any], runs: int) -> float:
+    """`median_seconds` in milliseconds, after one call that warms what it reads (the
+    statements planned, the caches filled)."""
+    run()
+    return median_seconds(run, runs) * 1000
+
+
 def time_switches(session: Any, document: str, runs: int) -> list[float]:
     """Seconds each handoff switch takes after its document is written (a document starts one
     session, so each run gets a reply of its own)."""

@@ -11,11 +11,9 @@ Run: .venv/bin/python bench/many_sessions.py --sessions 15 --entries 10000 --run
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from collections.abc import Callable
 
 import harness
+from harness import warm_median_ms
 
 harness.setup()  # a throwaway SQLite file, or a PostgreSQL database of its own
 
@@ -51,16 +49,6 @@ def fill(owner: User, sessions: int, entries: int) -> ChatSession:
     return session
 
 
-def timed(runs: int, call: Callable[[], object]) -> float:
-    call()
-    spent = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        call()
-        spent.append((time.perf_counter() - started) * 1000)
-    return statistics.median(spent)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sessions", type=int, default=15)
@@ -74,8 +62,8 @@ def main() -> None:
         f"{connection.vendor}: {args.sessions} sessions of {args.entries:,} entries, "
         f"median of {args.runs} (ms)"
     )
-    sidebar = timed(args.runs, lambda: listing.recent_chains(owner, current))
-    listed = timed(args.runs, lambda: listing.chain_page(owner))
+    sidebar = warm_median_ms(lambda: listing.recent_chains(owner, current), args.runs)
+    listed = warm_median_ms(lambda: listing.chain_page(owner), args.runs)
     print(f"  {sidebar:8.1f}  the sidebar beside a session's page")
     print(f"  {listed:8.1f}  the session list, its counts and usage")
 

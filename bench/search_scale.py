@@ -13,11 +13,9 @@ Run: .venv/bin/python bench/search_scale.py --users 20 --entries 100000 --runs 5
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from collections.abc import Callable
 
 import harness
+from harness import warm_median_ms
 
 harness.setup()  # a throwaway SQLite file, or a PostgreSQL database of its own
 
@@ -59,16 +57,6 @@ def _said(session: int, i: int) -> str:
     return f"Step {i} of part {session}: edited src/module_{i}.py{common}."
 
 
-def timed(runs: int, call: Callable[[], object]) -> float:
-    call()  # warm: the statements planned, the caches filled
-    spent = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        call()
-        spent.append((time.perf_counter() - started) * 1000)
-    return statistics.median(spent)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--users", type=int, default=20)
@@ -85,8 +73,8 @@ def main() -> None:
     found = search.find(searcher, RARE)
     assert len(found) == 1, f"the rare word is in one entry, found in {len(found)}"
     for word, which in ((RARE, "a rare word"), (COMMON, "a common word")):
-        shown = timed(args.runs, lambda word=word: search.find(searcher, word))
-        listed = timed(args.runs, lambda word=word: list(listing.matching(searcher, word)))
+        shown = warm_median_ms(lambda word=word: search.find(searcher, word), args.runs)
+        listed = warm_median_ms(lambda word=word: list(listing.matching(searcher, word)), args.runs)
         print(f"  {shown:8.1f}  {which}: the entries shown")
         print(f"  {listed:8.1f}  {which}: the sessions listed")
 
