@@ -141,7 +141,16 @@ def test_a_reader_who_scrolled_up_is_left_alone_with_jump_to_latest(
     expect(page.locator("#live .entry--streaming")).to_contain_text("Once upon")
     page.mouse.move(700, 300)
     page.mouse.wheel(0, -3000)  # the reader scrolls up while the reply streams
-    page.wait_for_function("window.scrollY < document.documentElement.scrollHeight - 2000")
+    # Until the wheel has scrolled: awaited in the page by `evaluate`, which the page's CSP
+    # allows (`wait_for_function` polls through `eval` once its first look fails, which it
+    # forbids).
+    page.evaluate(
+        """() => new Promise(scrolled => {
+            const look = () => window.scrollY < document.documentElement.scrollHeight - 2000
+                ? scrolled() : requestAnimationFrame(look);
+            look();
+        })"""
+    )
     top = page.evaluate("window.scrollY")
     fake_server.release()
     jump = page.get_by_role("button", name="Jump to latest ↓")
