@@ -42,9 +42,7 @@ def fill(owner: User, sessions: int, entries: int) -> ChatSession:
             for i in range(entries)
         ]
         Entry.objects.bulk_create(rows, batch_size=2000)
-    if connection.vendor == "postgresql":  # as autovacuum would have by now
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")
+    harness.analyzed()
     assert session is not None
     return session
 

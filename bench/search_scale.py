@@ -44,9 +44,7 @@ def fill(users: int, entries: int) -> User:
             for i in range(SESSION)
         ]
         Entry.objects.bulk_create(rows, batch_size=1000)
-    if connection.vendor == "postgresql":  # as autovacuum would have by now
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")
+    harness.analyzed()
     return owners[0]
 
 

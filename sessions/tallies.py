@@ -67,6 +67,10 @@ class Tally(Generic[Row, T]):
         self._taken, self.many = taken, many
         self._kept: dict[tuple[int, datetime], tuple[int, T]] = {}
 
+    def through(self, known: tuple[int, datetime]) -> int:
+        """The last entry this tally has read of the session `known` (its id and creation)."""
+        return self._kept.get(known, (0, self.empty))[0]
+
     def read(self, session_id: int, after: int) -> Sequence[Row]:
         return self.taken(self.statement.rows(session_id=session_id, after=after))
 
@@ -102,6 +106,14 @@ class Tally(Generic[Row, T]):
 _ahead = threading.local()  # rows read ahead, by tally and session, in this thread
 
 
+def _rows_ahead() -> dict[tuple[int, int, datetime], tuple[int, Sequence[Any]]]:
+    """This thread's rows read ahead: (tally, session, its creation) → (read after, rows)."""
+    rows = getattr(_ahead, "rows", None)
+    if rows is None:
+        rows = _ahead.rows = {}
+    return cast(dict[tuple[int, int, datetime], tuple[int, Sequence[Any]]], rows)
+
+
 def reading_ahead(
     session: SessionLike, *tallies: Tally[Any, Any]
 ) -> contextlib.AbstractContextManager[None]:
@@ -120,7 +132,7 @@ def sending_reads(
     """`reading_ahead`'s reads sent (within `sent_together`, with what else goes: after a
     write sent before them, they read it), and the block that takes them (after it)."""
     known = (session.pk, session.created_at)
-    afters = [tally._kept.get(known, (0, None))[0] for tally in tallies]
+    afters = [tally.through(known) for tally in tallies]
     sent = [
         tally.statement.send(session_id=session.pk, after=after)
         for tally, after in zip(tallies, afters, strict=True)
@@ -137,9 +149,7 @@ def reading_ahead_of_many(
 ) -> Iterator[None]:
     """`reading_ahead`, for many sessions: the new entries of all of them, one statement for
     each tally (its `many`), not one for each session."""
-    rows = getattr(_ahead, "rows", None)
-    if rows is None:
-        rows = _ahead.rows = {}
+    rows = _rows_ahead()
     with _serially():
         keys = _read_many(rows, sessions, tallies)
     try:
@@ -160,10 +170,7 @@ def _read_many(
         assert tally.many is not None, "a tally read for many sessions says how (`many`)"
         for start in range(0, len(sessions), MANY):
             some = sessions[start : start + MANY]
-            afters = {
-                session.pk: tally._kept.get((session.pk, session.created_at), (0, None))[0]
-                for session in some
-            }
+            afters = {one.pk: tally.through((one.pk, one.created_at)) for one in some}
             new = Q()
             for session_id, after in afters.items():
                 new |= Q(session_id=session_id, pk__gt=after)
@@ -198,9 +205,7 @@ def _taking(
     afters: list[int],
     sent: list[Callable[[], Rows]],
 ) -> Iterator[None]:
-    rows = getattr(_ahead, "rows", None)
-    if rows is None:
-        rows = _ahead.rows = {}
+    rows = _rows_ahead()
     for tally, after, read in zip(tallies, afters, sent, strict=True):
         rows[(id(tally), *known)] = (after, tally.taken(read()))
     try:
