@@ -95,15 +95,25 @@ class Statement(Generic[M]):
         self._compiled: weakref.WeakKeyDictionary[Any, Compiled] = weakref.WeakKeyDictionary()
 
     def _run(self, values: dict[str, Any]) -> tuple[Compiled, Any]:
+        compiled = self._here(values)
+        cursor = connections[DEFAULT_DB_ALIAS].cursor()
+        cursor.execute(compiled.sql, compiled.params(values))
+        return compiled, cursor
+
+    def _here(self, values: dict[str, Any]) -> Compiled:
+        """The statement as compiled for this thread's connection (each thread has its own)."""
         if set(values) != set(self.names):
             raise TypeError(f"a statement of {sorted(self.names)} was given {sorted(values)}")
         connection = connections[DEFAULT_DB_ALIAS]
         compiled = self._compiled.get(connection)
-        if compiled is None:  # the first run on this connection (each thread has its own)
+        if compiled is None:  # the first run on this connection
             compiled = self._compiled[connection] = self._compile()
-        cursor = connection.cursor()
-        cursor.execute(compiled.sql, compiled.params(values))
-        return compiled, cursor
+        return compiled
+
+    def sql(self, **values: Any) -> tuple[str, list[Any]]:
+        """Its SQL and parameters for `values`, not run: a part of a larger statement."""
+        compiled = self._here(values)
+        return compiled.sql, compiled.params(values)
 
     def _compile(self) -> Compiled:
         stand_ins = {name: STAND_INS[kind](n) for n, (name, kind) in enumerate(self.names.items())}

@@ -17,11 +17,11 @@ from django.utils import timezone
 
 from sessions import sign_ins, status
 from sessions.generation.turns import next_turn, queue_prompt
-from sessions.models import ChatSession, Entry, PendingPrompt
+from sessions.models import ChatSession, Entry, PendingPrompt, Preferences
 from sessions.statements import Insert, Returning, Statement, Update
 
 from . import round_trips
-from .conftest import make_session
+from .conftest import FAKE_MODEL, make_session
 
 pytestmark = pytest.mark.django_db
 
@@ -282,7 +282,9 @@ def test_an_entry_for_a_session_that_is_gone_is_refused_and_nothing_is_written(o
     assert not Entry.objects.filter(session_id=gone.pk).exists()
 
 
-def test_on_postgresql_a_first_prompt_is_claimed_stored_and_read_around_in_two_round_trips(owner):
+def test_on_postgresql_a_first_prompt_is_claimed_stored_titled_and_read_around_in_one_round_trip(
+    owner,
+):
     if connection.vendor != "postgresql":
         pytest.skip("SQLite's statements are calls in the process: no round trips")
     session = make_session(owner)
@@ -290,13 +292,94 @@ def test_on_postgresql_a_first_prompt_is_claimed_stored_and_read_around_in_two_r
         submitted, claimed = queue_prompt(session, "hello there", "gen-1", "channel-1")
     assert claimed is not None
     assert claimed[1].user.content == [{"type": "text", "text": "hello there"}]
-    assert trips == [2]  # the claim; the prompt, the title and the turn's reads, sent together
+    assert trips == [1]  # the claim, the prompt and its title, the turn's reads: were two
     row = ChatSession.objects.get(pk=session.pk)
     assert (row.leaf_id, row.title, row.generation_id) == (
         claimed[1].user.pk,
         "hello there",
         "gen-1",
     )
+    assert (claimed[0].leaf_id, claimed[0].title) == (claimed[1].user.pk, "hello there")
+
+
+def test_a_prompt_refused_the_claim_stores_nothing_and_titles_nothing_it_waits_in_the_queue(
+    owner,
+):
+    session = make_session(owner)
+    ChatSession.objects.filter(pk=session.pk).update(
+        generation_id="gen-1", generation_lease_until=timezone.now() + timedelta(minutes=1)
+    )
+    submitted, claimed = queue_prompt(session, "asked while it ran", "gen-2", "channel-2")
+    assert claimed is None and submitted.queued is not None
+    row = ChatSession.objects.get(pk=session.pk)
+    assert (row.generation_id, row.leaf_id, row.title) == ("gen-1", None, "")
+    assert not Entry.objects.filter(session_id=session.pk).exists()
+    assert list(PendingPrompt.objects.values_list("text", flat=True)) == ["asked while it ran"]
+
+
+def test_a_prompt_that_finds_prompts_queued_in_a_free_session_goes_after_them(owner):
+    session = make_session(owner, exchanges=1)
+    PendingPrompt.objects.create(session_id=session.pk, text="queued before the claim lapsed")
+    submitted, claimed = queue_prompt(session, "the newer question", "gen-1", "channel-1")
+    assert claimed is not None
+    turn = claimed[1]
+    assert turn.text == "queued before the claim lapsed"
+    texts = [entry.text for entry in Entry.objects.filter(session_id=session.pk).order_by("id")]
+    assert texts == ["question 0", "answer 0", "queued before the claim lapsed"]
+    assert list(PendingPrompt.objects.values_list("text", flat=True)) == ["the newer question"]
+
+
+@pytest.mark.parametrize(
+    ("context", "sent_at_once"),
+    [(4_993, True), (4_994, False)],
+    ids=["a token under the threshold", "at the threshold"],
+)
+def test_a_prompt_is_sent_at_once_only_under_its_owners_automatic_handoff_threshold(
+    owner, settings, context, sent_at_once
+):
+    """The window 10,000 tokens, the owner's threshold 50 %: 5,000. "a short question" is 16
+    bytes, 6 tokens: after 4,993 it makes 4,999, after 4,994 it makes 5,000."""
+    settings.AGENTWEB_MODELS = {
+        **settings.AGENTWEB_MODELS,
+        FAKE_MODEL: {"label": "Fake Claude", "window": 10_000, "max_output": 1_000},
+    }
+    Preferences.objects.create(user=owner, auto_handoff_at=50)
+    session = make_session(owner, exchanges=2)
+    ChatSession.objects.filter(pk=session.pk).update(context_tokens=context)
+    session.refresh_from_db()
+    postgresql = connection.vendor == "postgresql"
+    with round_trips.counted(connection) if postgresql else contextlib.nullcontext() as trips:
+        submitted, claimed = queue_prompt(session, "a short question", "gen-1", "channel-1")
+    assert claimed is not None
+    turn = claimed[1]
+    if sent_at_once:
+        assert (turn.handoff, turn.text) == (False, "a short question")
+        assert not PendingPrompt.objects.exists()
+        assert not postgresql or trips == [1]
+    else:
+        assert (turn.handoff, turn.text, turn.user) == (True, "", None)
+        assert list(PendingPrompt.objects.values_list("text", flat=True)) == ["a short question"]
+        assert Entry.objects.filter(session_id=session.pk).count() == 4
+
+
+def test_a_prompt_from_a_tab_that_missed_a_change_of_model_is_held_to_the_new_models_window(
+    owner, settings
+):
+    """The tab's session still says the fake model (its window 200,000 tokens); another tab
+    changed it to one of 10,000. At 50 %, 4,994 + 6 tokens is the new window's threshold."""
+    settings.AGENTWEB_MODELS = {
+        **settings.AGENTWEB_MODELS,
+        FAKE_MODEL: {"label": "Fake Claude", "window": 200_000, "max_output": 1_000},
+        "claude-small": {"label": "Small Claude", "window": 10_000, "max_output": 1_000},
+    }
+    Preferences.objects.create(user=owner, auto_handoff_at=50)
+    session = make_session(owner, exchanges=2)
+    ChatSession.objects.filter(pk=session.pk).update(model="claude-small", context_tokens=4_994)
+    session.context_tokens = 4_994  # what the tab knows; its model is the old one
+    submitted, claimed = queue_prompt(session, "a short question", "gen-1", "channel-1")
+    assert claimed is not None
+    assert (claimed[0].model, claimed[1].handoff) == ("claude-small", True)
+    assert list(PendingPrompt.objects.values_list("text", flat=True)) == ["a short question"]
 
 
 def signed_in_and_held(user) -> sign_ins.Held:
@@ -310,7 +393,7 @@ def signed_in_and_held(user) -> sign_ins.Held:
     return held
 
 
-def test_a_prompt_whose_sign_in_held_is_checked_by_its_claim_in_two_round_trips(owner):
+def test_a_prompt_whose_sign_in_held_is_checked_by_its_claim_in_one_round_trip(owner):
     session = make_session(owner)
     held = signed_in_and_held(owner)
     checks = []
@@ -322,7 +405,7 @@ def test_a_prompt_whose_sign_in_held_is_checked_by_its_claim_in_two_round_trips(
     assert claimed is not None and not submitted.unchecked
     assert checks == []  # the claim's statement made the check
     if postgresql:
-        assert trips == [2]  # the claim with the check; the prompt and the turn's reads
+        assert trips == [1]  # the claim with the check, the prompt and the turn's reads
     assert ChatSession.objects.get(pk=session.pk).generation_id == "gen-1"
 
 

@@ -140,18 +140,29 @@ def claim_free(
     """`taking` (`taking_free_and_reading`) run: the session as read after its claim, or None
     when it was not free or its owner was at the cap (`claim` and the caps then say which), or
     (`held`, for a `taking` that is `signed_in`) the sign-in or the session changed."""
-    now = timezone.now()
-    claimed = taking.objects(
-        session_id=session_id,
-        id=generation_id,
-        kind=kind,
-        channel=channel,
-        now=now,
-        until=ChatSession.lease_until(now),
-        under=settings.AGENTWEB_MAX_GENERATIONS_PER_USER,
-        **(vars(held) if held is not None else {}),
-    )
+    claimed = taking.objects(**claiming(session_id, generation_id, kind, channel, held))
     return claimed[0] if claimed else None
+
+
+def claiming(
+    session_id: int,
+    generation_id: str,
+    kind: str,
+    channel: str,
+    held: sign_ins.Held | None = None,
+) -> dict[str, Any]:
+    """`claim_free`'s values for its `taking`, as of now."""
+    now = timezone.now()
+    return {
+        "session_id": session_id,
+        "id": generation_id,
+        "kind": kind,
+        "channel": channel,
+        "now": now,
+        "until": ChatSession.lease_until(now),
+        "under": settings.AGENTWEB_MAX_GENERATIONS_PER_USER,
+        **(vars(held) if held is not None else {}),
+    }
 
 
 def record_interruption(session_id: int) -> None:

@@ -9,26 +9,30 @@ job's last look at the queue, or finds the claim released and starts a generatio
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
+from django.db.models.lookups import GreaterThan
 from django.utils import timezone
 
 from .. import mentions, status, store, todos, usage
 from ..agent.session import TurnStart, turn_start
 from ..models import ChatSession, Entry, PendingPrompt, Preferences, PromptTemplate, appending
+from ..models.prompts import CALL
 from ..models.refusals import BUSY_BRANCHING
 from ..models.session import UNCLAIMED
 from ..providers import catalog
 from ..sign_ins import Held
-from ..statements import Statement, Update, sent_together
+from ..statements import Returning, Statement, Update, sent_together
 from ..tallies import sending_reads
 from ..tokens import estimate_tokens
-from .claims import claim, claim_free, release, taking_free_and_reading
+from .claims import claim, claim_free, claiming, release, taking_free_and_reading
 from .events import StatusShown, TranscriptShown
 
 AUTO_HANDOFF = (
@@ -93,7 +97,12 @@ def queue_prompt(
     # The common case in one statement: the session free, its owner under the cap (and, with
     # `held`, the frame's check).
     taking = CLAIMED_IF_FREE if held is None else CLAIMED_IF_FREE_AND_HELD
-    claimed = claim_free(taking, session.pk, generation_id, "prompt", channel, held)
+    if _stored_as_typed(session, text):
+        claimed, turn = _claimed_and_begun(taking, session, text, generation_id, channel, held)
+        if claimed is not None and turn is not None:
+            return Submitted(), (claimed, turn)
+    else:
+        claimed = claim_free(taking, session.pk, generation_id, "prompt", channel, held)
     if claimed is None and held is not None and stopped():
         return Submitted(unchecked=True), None
     if claimed is None:  # busy, a lapsed claim, or the owner at the cap: which, and its words
@@ -151,6 +160,83 @@ def first_turn(
     return _begin(session, text, reread=False, queued=0)
 
 
+def _stored_as_typed(session: ChatSession, text: str) -> bool:
+    """Whether a prompt is stored as typed, with nothing read for it first: it calls no prompt
+    template and mentions no other session."""
+    return not CALL.match(text) and all(n == session.pk for n in mentions.ids_in(text))
+
+
+def _claimed_and_begun(
+    taking: Returning[ChatSession],
+    session: ChatSession,
+    text: str,
+    generation_id: str,
+    channel: str,
+    held: Held | None,
+) -> tuple[ChatSession | None, Turn | None]:
+    """`claim_free` and, when it takes the claim, `first_turn`'s common case, together: the
+    prompt stored at once if the claim holds and nothing comes before it (a prompt queued,
+    the automatic handoff), and the turn's reads. One round trip and one transaction on
+    PostgreSQL, where the claim was a round trip and a commit of its own before the rest
+    (docs/PERFORMANCE.md). Returns the session as claimed (None: not claimed) and the turn
+    (None: the prompt was not stored, and `first_turn` decides)."""
+    content = [{"type": "text", "text": text}]
+    title = appending.title_of(Entry.Role.USER, content, {})
+    unhindered = {
+        "session_id": session.pk,
+        "generation_id": generation_id,
+        "model": session.model,
+        "window": catalog.spec(session.model).window,
+        "tokens": estimate_tokens(text) * 100,
+    }
+    with sent_together():
+        claim = claiming(session.pk, generation_id, "prompt", channel, held)
+        taken = taking.sending_objects(**claim)
+        stored = appending.sending_if(
+            session.pk,
+            (LEAF_IF_UNHINDERED, unhindered),
+            title=title,
+            kind=Entry.Kind.MESSAGE,
+            role=Entry.Role.USER,
+            content=content,
+            data={},
+        )
+        ahead = sending_reads(session, *TALLIED_AT_A_TURN)
+    claimed = next(iter(taken()), None)
+    user = stored()
+    if claimed is None or user is None:
+        with ahead:  # read, and dropped
+            return claimed, None
+    appending.joined(claimed, user, title)
+    return claimed, _turn(claimed, claimed, text, user, ahead, queued=0)
+
+
+def _unhindered(
+    session_id: int, generation_id: str, model: str, window: int, tokens: int
+) -> QuerySet[ChatSession, Any]:
+    """The session's leaf, when generation `generation_id` holds its claim, no prompt waits in
+    its queue, and a prompt of `tokens` (its estimate, times 100) keeps its context under its
+    owner's automatic-handoff threshold of `window` (the window of `model`, the session's
+    model): what `first_turn` requires to send a prompt at once, and `handoff_due` to say no
+    (it counts the messages only past the threshold)."""
+    threshold = Subquery(
+        Preferences.objects.filter(user_id=OuterRef("owner_id")).values("auto_handoff_at")
+    )
+    headroom = Value(window) * F("auto_at") - F("context_tokens") * 100
+    return (
+        ChatSession.objects.alias(auto_at=Coalesce(threshold, 0))
+        .filter(pk=session_id, generation_id=generation_id)
+        .filter(~Exists(PendingPrompt.objects.filter(session_id=OuterRef("pk"))))
+        .filter(Q(auto_at=0) | Q(model=model) & Q(GreaterThan(headroom, Value(tokens))))
+        .values_list("leaf_id")
+    )
+
+
+LEAF_IF_UNHINDERED: Statement[ChatSession] = Statement(
+    _unhindered, session_id=int, generation_id=str, model=str, window=int, tokens=int
+)
+
+
 def next_turn(session: ChatSession, generation_id: str, *, auto_handoff: bool) -> Turn:
     """The automatic handoff when it is due; else the oldest queued prompt, stored as the
     session's next user message (or the claim released when none is left).
@@ -189,6 +275,20 @@ def _begin(session: ChatSession, text: str, *, reread: bool, queued: int | None 
         ahead = sending_reads(session, *TALLIED_AT_A_TURN)
     user = stored()
     shown = ChatSession.objects.get(pk=session.pk) if reread else session
+    return _turn(session, shown, text, user, ahead, queued=queued)
+
+
+def _turn(
+    session: ChatSession,
+    shown: ChatSession,
+    text: str,
+    user: Entry,
+    ahead: AbstractContextManager[None],
+    *,
+    queued: int | None,
+) -> Turn:
+    """The turn of prompt `user`, stored: the status line as `shown` (`session` as the turn
+    starts) gives it, and the todo notes and tools before it, from the reads `ahead`."""
     with ahead:
         shown_status = StatusShown(shown, status.read(shown, queued=queued))
         return Turn(text, user, status=shown_status, ready=turn_start(session))

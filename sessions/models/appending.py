@@ -28,8 +28,11 @@ def _sessions() -> QuerySet[Any, Any]:
 
 ENTRY = Insert(Entry)  # an entry's row, as `save(force_insert=True)` writes it
 
+# A session's leaf, read where its row cannot change until the append commits: on PostgreSQL
+# under the row's lock (FOR UPDATE, added by `_one_statement`), on SQLite in the write
+# transaction that holds the database's one write lock.
 LEAF = Statement(
-    lambda session_id: _sessions().select_for_update().filter(pk=session_id).values_list("leaf_id"),
+    lambda session_id: _sessions().filter(pk=session_id).values_list("leaf_id"),
     session_id=int,
 )
 
@@ -63,21 +66,49 @@ TITLED = Update(  # a session's first message titles it, unless it has a title
 )
 
 
-def sending(session: Any, **fields: Any) -> Callable[[], Entry]:
+# A read of the session's leaf as `LEAF` reads it (a `Statement` and its values), which may
+# also require a condition of the session's row: the entry is written only when it finds it.
+Leaf = tuple[Statement[Any], dict[str, Any]]
+
+
+def sending(session: Any, *, title: str = "", **fields: Any) -> Callable[[], Entry]:
     """`session.append(**fields)` sent (within `sent_together`, with what else goes), and what
-    gives the entry once written (after it)."""
-    entry = Entry(session_id=session.pk, **fields).derive()
-    reported, added = entry.reported_context, entry.context_added
-    written = _entry_sent(entry, reported=reported, added=added)
+    gives the entry once written (after it). `title`: the session's, if it has none."""
+    entry, written = _sent(session.pk, LEAF, {"session_id": session.pk}, title, fields)
 
     def appended() -> Entry:
         if not written():  # as the ORM's get says it
             raise session.DoesNotExist(f"session {session.pk} does not exist.")
-        session.leaf = entry
-        session.context_tokens = reported or session.context_tokens + added
+        joined(session, entry, title)
         return entry
 
     return appended
+
+
+def sending_if(
+    session_id: int, leaf: Leaf, *, title: str = "", **fields: Any
+) -> Callable[[], Entry | None]:
+    """An entry sent to be appended to session `session_id` only if `leaf` finds the session's
+    row, and what gives it once written (after it), or None when it was not. The caller's
+    session object is left as it was (`joined` brings it up to date)."""
+    entry, written = _sent(session_id, *leaf, title, fields)
+    return lambda: entry if written() else None
+
+
+def joined(session: Any, entry: Entry, title: str = "") -> None:
+    """`session` (as read before `entry` was appended to it) as the append left its row: the
+    entry its leaf, its context grown or set, and `title` its title if it had none."""
+    session.leaf = entry
+    session.context_tokens = entry.reported_context or session.context_tokens + entry.context_added
+    if title and not session.title:
+        session.title = title
+
+
+def _sent(
+    session_id: int, leaf: Statement[Any], values: dict[str, Any], title: str, fields: Any
+) -> tuple[Entry, Callable[[], bool]]:
+    entry = Entry(session_id=session_id, **fields).derive()
+    return entry, _entry_sent(entry, leaf=(leaf, values), title=title)
 
 
 def sending_message(
@@ -85,33 +116,34 @@ def sending_message(
 ) -> Callable[[], Entry]:
     """`session.append_message(role, content, **fields)` sent (within `sent_together`, with
     what else goes), and what gives the entry once written (after it)."""
-    appended = sending(session, kind=Entry.Kind.MESSAGE, role=role, content=content, **fields)
+    title = "" if session.title else title_of(role, content, fields)
+    message = {"kind": Entry.Kind.MESSAGE, "role": role, "content": content}
+    return sending(session, title=title, **message, **fields)
+
+
+def title_of(role: str, content: list[dict[str, Any]], fields: dict[str, Any]) -> str:
+    """The title a message gives a session that has none: a person's words do, not agentweb's
+    (a handoff request) nor the model's."""
     said = role == Entry.Role.USER and "purpose" not in (fields.get("data") or {})
-    if not said or session.title:  # a person's words title it, not agentweb's (a handoff request)
-        return appended
-    title = title_from(text_of(content))
-    TITLED.sent(session_id=session.pk, title=title)
-
-    def titled() -> Entry:
-        entry = appended()  # the session is there: its title is the one sent
-        session.title = title
-        return entry
-
-    return titled
+    return title_from(text_of(content)) if said else ""
 
 
-def _entry_sent(entry: Entry, *, reported: int, added: int) -> Callable[[], bool]:
-    """`entry` (unsaved, its session's id set) sent to be written under its session's leaf and
-    made the leaf, the session's context size set to `reported` (a reply's usage) or grown by
-    `added`, atomically; and what says whether it was: False (and nothing written) when the
-    session does not exist. After it, `entry` has its id and parent."""
+def _entry_sent(entry: Entry, *, leaf: Leaf, title: str) -> Callable[[], bool]:
+    """`entry` (unsaved, its session's id set) sent to be written under its session's leaf, as
+    `leaf` reads it, and made the leaf, the session's context size set to the entry's reported
+    context (a reply's usage) or grown by its estimate, and `title` made the session's title if
+    it has none, atomically; and what says whether it was: False (and nothing written) when
+    `leaf` found no row (the session does not exist, or its condition does not hold). After
+    it, `entry` has its id and parent."""
     connection = connections[DEFAULT_DB_ALIAS]
+    reported, added = entry.reported_context, entry.context_added
     if connection.vendor == "postgresql":
-        return _in_one_statement(connection, entry, reported=reported, added=added)
+        return _in_one_statement(connection, entry, leaf, (reported, added, title))
     # All or nothing either way: inside a caller's transaction (the prompt path's), a savepoint
     # would be two statements more for nothing, since no caller goes on after a failure here.
     with transaction.atomic(savepoint=False):
-        found = LEAF.first(session_id=entry.session_id)
+        statement, values = leaf
+        found = statement.first(**values)
         if found is None:
             return lambda: False
         (entry.parent_id,) = found
@@ -119,28 +151,34 @@ def _entry_sent(entry: Entry, *, reported: int, added: int) -> Callable[[], bool
         written = (REPORTED, reported) if reported else (ADDED, added)
         row = {"session_id": entry.session_id, "leaf_id": entry.pk, "now": timezone.now()}
         written[0].execute(**row, tokens=written[1])
+        if title:
+            TITLED.execute(session_id=entry.session_id, title=title)
     return lambda: True
 
 
 def _in_one_statement(
-    connection: Any, entry: Entry, *, reported: int, added: int
+    connection: Any, entry: Entry, leaf: Leaf, moved: tuple[int, int, str]
 ) -> Callable[[], bool]:
     """PostgreSQL: the leaf read under its row lock, the entry inserted under it and the session
-    moved to it, by one statement (data-modifying CTEs; one statement is one transaction)."""
-    values = ENTRY.prepared(entry)
-    del values[_PARENT]  # the leaf's, read in the statement
+    moved to it (and titled), by one statement (data-modifying CTEs; one statement is one
+    transaction)."""
+    statement, values = leaf
+    leaf_sql, leaf_params = statement.sql(**values)
+    reported, added, title = moved
+    row = ENTRY.prepared(entry)
+    del row[_PARENT]  # the leaf's, read in the statement
     now = connection.ops.adapt_datetimefield_value(timezone.now())
-    params = [entry.session_id, *values, now, reported, reported, added, entry.session_id]
+    params = [*leaf_params, *row, now, reported, reported, added, title, entry.session_id]
     cursor = connection.cursor()
-    cursor.execute(_one_statement(), params)
+    cursor.execute(_one_statement(leaf_sql), params)
 
     def written() -> bool:
         with cursor:
-            row = cursor.fetchone()
-        if row is None:
+            found = cursor.fetchone()
+        if found is None:
             return False
-        entry.parent_id = row[1]
-        ENTRY.saved(entry, row[0])
+        entry.parent_id = found[1]
+        ENTRY.saved(entry, found[0])
         return True
 
     return written
@@ -150,20 +188,23 @@ _PARENT = next(n for n, field in enumerate(ENTRY.fields) if field.attname == "pa
 
 
 @functools.cache
-def _one_statement() -> str:
-    """Its SQL, built once (PostgreSQL's alone: SQLite has no data-modifying WITH)."""
+def _one_statement(leaf: str) -> str:
+    """Its SQL around the leaf's read `leaf`, built once (PostgreSQL's alone: SQLite has no
+    data-modifying WITH)."""
     connection: Any = connections[DEFAULT_DB_ALIAS]  # each backend's own quoting
     q = connection.ops.quote_name
     sessions, entries = q(_sessions().model._meta.db_table), q(Entry._meta.db_table)
     columns = ", ".join(q(field.column) for field in ENTRY.fields)
     values = ", ".join("leaf.leaf_id" if n == _PARENT else "%s" for n in range(len(ENTRY.fields)))
+    title = f"{sessions}.{q('title')}"
     return (
-        f"WITH leaf AS (SELECT {q('leaf_id')} FROM {sessions} WHERE {q('id')} = %s FOR UPDATE), "
+        f"WITH leaf AS ({leaf} FOR UPDATE), "
         f"new AS (INSERT INTO {entries} ({columns}) SELECT {values} FROM leaf "
         f"RETURNING {q('id')}, {q('parent_id')}), "
         f"moved AS (UPDATE {sessions} SET {q('leaf_id')} = new.{q('id')}, "
         f"{q('updated_at')} = %s, {q('partial_text')} = '', {q('context_tokens')} = "
-        f"CASE WHEN %s > 0 THEN %s ELSE {sessions}.{q('context_tokens')} + %s END "
+        f"CASE WHEN %s > 0 THEN %s ELSE {sessions}.{q('context_tokens')} + %s END, "
+        f"{q('title')} = CASE WHEN {title} = '' THEN %s ELSE {title} END "
         f"FROM new WHERE {sessions}.{q('id')} = %s) "
         f"SELECT {q('id')}, {q('parent_id')} FROM new"
     )
