@@ -183,7 +183,7 @@ def test_the_prompt_queries_bench_counts_a_prompts_statements_and_says_who_sent_
     out = bench("bench/prompt_queries.py", "--runs", "1", "--list", **pass_database())
     assert out.startswith(f"{vendor()}: database statements of one prompt")
     assert re.search(r"a later prompt: \d+ statements .*from the frame to the first delta", out)
-    assert "sessions/generation/claims.py:" in out and "× UPDATE" in out
+    assert "sessions/generation/turns.py:" in out and "× UPDATE" in out  # the claim
 
 
 def test_the_search_bench_times_a_rare_and_a_common_word_behind_other_users_entries():

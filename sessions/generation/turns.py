@@ -181,7 +181,8 @@ def _claimed_and_begun(
     (docs/PERFORMANCE.md). Returns the session as claimed (None: not claimed) and the turn
     (None: the prompt was not stored, and `first_turn` decides)."""
     content = [{"type": "text", "text": text}]
-    title = appending.title_of(Entry.Role.USER, content, {})
+    # A title is never taken away (a rename needs one): a tab that knows of one needs no other.
+    title = "" if session.title else appending.title_of(Entry.Role.USER, content, {})
     unhindered = {
         "session_id": session.pk,
         "generation_id": generation_id,

@@ -1,9 +1,10 @@
 """The statements every append runs, for every message of every prompt (issue 21): the
-session's leaf read under a lock, the entry's row, the session's row written after it, and
-the title a first message gives, each compiled once (`sessions.statements`). On PostgreSQL the
-first three are one statement (`_entry_sent`): a round trip there is 0.5–1 ms, and the three in a
-transaction were five of them. The session model is looked up by name: it imports this
-module."""
+session's leaf read under a lock, the entry's row, and the session's row written after it
+(with the title a first message gives), each compiled once (`sessions.statements`). On
+PostgreSQL the three are one statement (`_entry_sent`): a round trip there is 0.5–1 ms, and
+the three in a transaction were five of them. The leaf's read may require more of the
+session's row (`sending_if`): a prompt sent with its claim is stored only where the claim
+holds. The session model is looked up by name: it imports this module."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 
 from django.apps import apps
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
-from django.db.models import F, QuerySet
+from django.db.models import Case, F, QuerySet, Value, When
 from django.utils import timezone
 
 from ..content import text_of, title_from
@@ -38,32 +39,29 @@ LEAF = Statement(
 
 
 def _appended(context: Any) -> Update[Any]:
-    """The session row after an entry joined it: the entry is its leaf, its context `context`."""
+    """The session row after an entry joined it: the entry is its leaf, its context `context`,
+    and `title` its title if it has none (an empty `title` leaves it as it is)."""
     return Update(
-        lambda session_id, leaf_id, now, tokens: (
+        lambda session_id, leaf_id, now, tokens, title: (
             _sessions().filter(pk=session_id),
             {
                 "leaf_id": leaf_id,
                 "updated_at": now,
                 "partial_text": "",
                 "context_tokens": context(tokens),
+                "title": Case(When(title="", then=Value(title)), default=F("title")),
             },
         ),
         session_id=int,
         leaf_id=int,
         now=datetime,
         tokens=int,
+        title=str,
     )
 
 
 REPORTED = _appended(lambda tokens: tokens)  # a reply's usage says the context's size
 ADDED = _appended(lambda tokens: F("context_tokens") + tokens)  # anything else adds its estimate
-
-TITLED = Update(  # a session's first message titles it, unless it has a title
-    lambda session_id, title: (_sessions().filter(pk=session_id, title=""), {"title": title}),
-    session_id=int,
-    title=str,
-)
 
 
 # A read of the session's leaf as `LEAF` reads it (a `Statement` and its values), which may
@@ -150,9 +148,7 @@ def _entry_sent(entry: Entry, *, leaf: Leaf, title: str) -> Callable[[], bool]:
         ENTRY.save(entry)
         written = (REPORTED, reported) if reported else (ADDED, added)
         row = {"session_id": entry.session_id, "leaf_id": entry.pk, "now": timezone.now()}
-        written[0].execute(**row, tokens=written[1])
-        if title:
-            TITLED.execute(session_id=entry.session_id, title=title)
+        written[0].execute(**row, tokens=written[1], title=title)
     return lambda: True
 
 
