@@ -29,7 +29,7 @@ from django.db import connection  # noqa: E402
 from harness import cookie_for  # noqa: E402
 
 from sessions import sign_ins, status, todos  # noqa: E402
-from sessions.generation import claims, turns  # noqa: E402
+from sessions.generation import caps, claims, turns  # noqa: E402
 from sessions.generation.events import EntryAdded, Live, StatusShown  # noqa: E402
 from sessions.models import ChatSession  # noqa: E402
 from sessions.partials.events import render  # noqa: E402
@@ -111,7 +111,7 @@ def main() -> None:
 
 
 def over_a_cap(session: ChatSession) -> str:
-    return turns.over_a_cap(session, queueing=True)
+    return caps.over_a_cap(session, queueing=True)
 
 
 def _stored(session: ChatSession) -> None:

@@ -28,6 +28,7 @@ from django.db.models.sql import InsertQuery, Query, UpdateQuery
 from django.db.models.sql.compiler import SQLCompiler
 
 M = TypeVar("M", bound=Model)
+T = TypeVar("T")
 Rows = list[tuple[Any, ...]]  # a values_list queryset's rows
 
 STAND_INS: dict[type, Callable[[int], Any]] = {
@@ -131,7 +132,7 @@ class Statement(Generic[M]):
         """The statement sent (within `sent_together`, with the others), and what reads its
         rows (after it)."""
         compiled, cursor = self._run(values)
-        return lambda: self._rows_of(compiled, cursor)
+        return _read_after(lambda: self._rows_of(compiled, cursor))
 
     @staticmethod
     def _rows_of(compiled: Compiled, cursor: Any) -> Rows:
@@ -151,7 +152,7 @@ class Statement(Generic[M]):
         """`objects`, sent (within `sent_together`, with the others), and what reads them
         (after it)."""
         compiled, cursor = self._run(values)
-        return lambda: self._objects_of(compiled, cursor)
+        return _read_after(lambda: self._objects_of(compiled, cursor))
 
     def _objects_of(self, compiled: Compiled, cursor: Any) -> list[M]:
         with cursor:
@@ -200,6 +201,17 @@ def sent_together() -> Iterator[None]:
         yield
 
 
+def _read_after(read: Callable[[], T]) -> Callable[[], T]:
+    """What reads a statement's answer after the block that sent it (`sent_together`): on
+    PostgreSQL, whose answers come with the block's end; elsewhere read now, as a statement
+    left unread is still running (SQLite cannot commit under an UPDATE … RETURNING whose rows
+    are not read)."""
+    if connections[DEFAULT_DB_ALIAS].vendor == "postgresql":
+        return read
+    done = read()
+    return lambda: done
+
+
 class Update(Statement[M]):
     """An UPDATE: `build(**stand_ins)` gives the queryset of the rows to change and the
     values to set (expressions too), as `queryset.update(**values)` would take them."""
@@ -232,7 +244,7 @@ class Update(Statement[M]):
             with cursor:
                 return int(cursor.rowcount)
 
-        return count
+        return _read_after(count)
 
     def sent(self, **values: Any) -> None:
         """The update sent, its count unread (within `sent_together`, with the others)."""

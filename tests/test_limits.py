@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from sessions import generation, store
-from sessions.generation import turns
+from sessions.generation import caps, turns
 from sessions.generation.claims import claim_free
 from sessions.generation.job import Job
 from sessions.models import ChatSession, PendingPrompt
@@ -81,9 +81,9 @@ async def test_the_cap_counts_the_owners_live_claims_only(owner, other_user, set
                 owner=who, model="local", generation_id=generation_id, generation_lease_until=lease
             )
         asking = ChatSession.objects.create(owner=owner, model="local")
-        one_running = turns.over_a_cap(asking, queueing=True)
+        one_running = caps.over_a_cap(asking, queueing=True)
         ChatSession.objects.filter(generation_id="b").update(generation_lease_until=live)
-        return [one_running, turns.over_a_cap(asking, queueing=True)]
+        return [one_running, caps.over_a_cap(asking, queueing=True)]
 
     assert await db_async(refusals)() == [
         "",

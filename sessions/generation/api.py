@@ -22,10 +22,11 @@ from ..agent.handoff_run import switch_failed
 from ..database import short
 from ..models import ChatSession, Entry
 from ..sign_ins import Held
+from .caps import over_a_cap
 from .claims import claim, claim_of, expire
 from .events import Render
 from .job import RUNNING, Job
-from .turns import Submitted, begin_branch, over_a_cap, queue_prompt
+from .turns import Submitted, begin_branch, queue_prompt
 
 log = logging.getLogger(__name__)
 

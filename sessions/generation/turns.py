@@ -11,14 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Value
-from django.db.models.functions import Coalesce
-from django.db.models.lookups import GreaterThan
+from django.db.models import Exists, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
 from .. import mentions, status, store, todos, usage
@@ -32,8 +28,10 @@ from ..sign_ins import Held
 from ..statements import Returning, Statement, Update, sent_together
 from ..tallies import sending_reads
 from ..tokens import estimate_tokens
+from .caps import over_a_cap
 from .claims import claim, claim_free, claiming, release, taking_free_and_reading
 from .events import StatusShown, TranscriptShown
+from .thresholds import LEAF_IF_UNHINDERED, handoff_due
 
 AUTO_HANDOFF = (
     "The next message would fill the context window past your automatic handoff setting: "
@@ -212,32 +210,6 @@ def _claimed_and_begun(
     return claimed, _turn(claimed, claimed, text, user, ahead, queued=0)
 
 
-def _unhindered(
-    session_id: int, generation_id: str, model: str, window: int, tokens: int
-) -> QuerySet[ChatSession, Any]:
-    """The session's leaf, when generation `generation_id` holds its claim, no prompt waits in
-    its queue, and a prompt of `tokens` (its estimate, times 100) keeps its context under its
-    owner's automatic-handoff threshold of `window` (the window of `model`, the session's
-    model): what `first_turn` requires to send a prompt at once, and `handoff_due` to say no
-    (it counts the messages only past the threshold)."""
-    threshold = Subquery(
-        Preferences.objects.filter(user_id=OuterRef("owner_id")).values("auto_handoff_at")
-    )
-    headroom = Value(window) * F("auto_at") - F("context_tokens") * 100
-    return (
-        ChatSession.objects.alias(auto_at=Coalesce(threshold, 0))
-        .filter(pk=session_id, generation_id=generation_id)
-        .filter(~Exists(PendingPrompt.objects.filter(session_id=OuterRef("pk"))))
-        .filter(Q(auto_at=0) | Q(model=model) & Q(GreaterThan(headroom, Value(tokens))))
-        .values_list("leaf_id")
-    )
-
-
-LEAF_IF_UNHINDERED: Statement[ChatSession] = Statement(
-    _unhindered, session_id=int, generation_id=str, model=str, window=int, tokens=int
-)
-
-
 def next_turn(session: ChatSession, generation_id: str, *, auto_handoff: bool) -> Turn:
     """The automatic handoff when it is due; else the oldest queued prompt, stored as the
     session's next user message (or the claim released when none is left).
@@ -370,16 +342,6 @@ def auto_handoff_due(session_id: int, text: str | None = None) -> bool:
     return handoff_due(session, threshold_percent, text)
 
 
-def handoff_due(session: ChatSession, threshold_percent: int, text: str) -> bool:
-    """Whether `text` would take the session's context past `threshold_percent` of its
-    model's window (and there is something to hand off)."""
-    projected = session.context_tokens + estimate_tokens(text)
-    threshold = catalog.spec(session.model).window * threshold_percent / 100
-    if projected < threshold:
-        return False
-    return Entry.objects.filter(session_id=session.pk, kind=Entry.Kind.MESSAGE).count() >= 2
-
-
 def begin_branch(
     session: ChatSession, entry_id: int, text: str | None, generation_id: str, channel: str
 ) -> str | tuple[ChatSession, Turn, TranscriptShown]:
@@ -424,44 +386,3 @@ def _not_branchable(entry: Entry | None, *, editing: bool) -> str:
         "role", flat=True
     )
     return "" if asked.first() in (Entry.Role.USER, Entry.Role.TOOL_RESULT) else NOT_REGENERABLE
-
-
-def over_a_cap(session: ChatSession, *, queueing: bool) -> str:
-    """Why a prompt (`queueing`) or /handoff may not be taken now (empty: it may): a session
-    queues at most AGENTWEB_MAX_QUEUED_PROMPTS prompts, and a user runs at most
-    AGENTWEB_MAX_GENERATIONS_PER_USER generations at once."""
-    counts = GENERATING.first(owner_id=session.owner_id, session_id=session.pk, now=timezone.now())
-    running, here = counts or (0, 0)  # one query: how many of the owner's generate, and this?
-    if here:
-        queued = PendingPrompt.objects.filter(session_id=session.pk).count()
-        limit = settings.AGENTWEB_MAX_QUEUED_PROMPTS
-        if queueing and queued >= limit:
-            return (
-                f"{queued} messages are already waiting in this session (the limit is {limit}): "
-                "send this one when they have gone."
-            )
-        return ""
-    limit = settings.AGENTWEB_MAX_GENERATIONS_PER_USER
-    if running >= limit:
-        return (
-            f"{running} replies are being generated in your other sessions (the limit is "
-            f"{limit}): send this when one of them ends."
-        )
-    return ""
-
-
-def _generating(owner_id: int, session_id: int, now: datetime) -> QuerySet[ChatSession, Any]:
-    live = Q(generation_lease_until__gt=now)
-    return (  # a claim's id is never empty: "> ''" reads only claimed rows, in the owner's index
-        ChatSession.objects.filter(owner_id=owner_id, generation_id__gt="")
-        .values("owner_id")
-        .annotate(
-            running=Count("pk", filter=live), here=Count("pk", filter=live & Q(pk=session_id))
-        )
-        .values_list("running", "here")
-    )
-
-
-GENERATING: Statement[ChatSession] = Statement(
-    _generating, owner_id=int, session_id=int, now=datetime
-)
