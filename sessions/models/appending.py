@@ -72,7 +72,7 @@ Leaf = tuple[Statement[Any], dict[str, Any]]
 def sending(session: Any, *, title: str = "", **fields: Any) -> Callable[[], Entry]:
     """`session.append(**fields)` sent (within `sent_together`, with what else goes), and what
     gives the entry once written (after it). `title`: the session's, if it has none."""
-    entry, written = _sent(session.pk, LEAF, {"session_id": session.pk}, title, fields)
+    entry, written = _sent(session.pk, (LEAF, {"session_id": session.pk}), title, fields)
 
     def appended() -> Entry:
         if not written():  # as the ORM's get says it
@@ -89,7 +89,7 @@ def sending_if(
     """An entry sent to be appended to session `session_id` only if `leaf` finds the session's
     row, and what gives it once written (after it), or None when it was not. The caller's
     session object is left as it was (`joined` brings it up to date)."""
-    entry, written = _sent(session_id, *leaf, title, fields)
+    entry, written = _sent(session_id, leaf, title, fields)
     return lambda: entry if written() else None
 
 
@@ -103,10 +103,10 @@ def joined(session: Any, entry: Entry, title: str = "") -> None:
 
 
 def _sent(
-    session_id: int, leaf: Statement[Any], values: dict[str, Any], title: str, fields: Any
+    session_id: int, leaf: Leaf, title: str, fields: dict[str, Any]
 ) -> tuple[Entry, Callable[[], bool]]:
     entry = Entry(session_id=session_id, **fields).derive()
-    return entry, _entry_sent(entry, leaf=(leaf, values), title=title)
+    return entry, _entry_sent(entry, leaf=leaf, title=title)
 
 
 def sending_message(
