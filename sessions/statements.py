@@ -183,10 +183,11 @@ class Statement(Generic[M]):
 @contextlib.contextmanager
 def sent_together() -> Iterator[None]:
     """What the block sends, sent together: on PostgreSQL in one round trip at the block's end
-    (psycopg's pipeline mode: each statement is sent before any answer is awaited, and the
-    pipeline's sync brings every answer back), so what it sent is read after the block (`send`
-    gives the reading); elsewhere as it would be (SQLite's statements are calls in the
-    process). Read inside it, a statement's answer would cost a round trip of its own.
+    (psycopg's pipeline mode, its statements written in one write at the pipeline's sync,
+    `agentweb.postgresql.pipeline`, which brings every answer back), so what it sent is read
+    after the block (`send` gives the reading); elsewhere as it would be (SQLite's statements
+    are calls in the process). Read inside it, a statement's answer costs a round trip of its
+    own (what waits is written first).
 
     On PostgreSQL outside a transaction, the block is one, committed at its end."""
     connection = connections[DEFAULT_DB_ALIAS]

@@ -4,8 +4,10 @@ run, on SQLite and on PostgreSQL."""
 from __future__ import annotations
 
 import contextlib
+import time
 from datetime import UTC, datetime, timedelta
 
+import psycopg
 import pytest
 from django.contrib.sessions.models import Session
 from django.db import connection
@@ -18,7 +20,7 @@ from django.utils import timezone
 from sessions import sign_ins, status
 from sessions.generation.turns import next_turn, queue_prompt
 from sessions.models import ChatSession, Entry, PendingPrompt, Preferences
-from sessions.statements import Insert, Returning, Statement, Update
+from sessions.statements import Insert, Returning, Statement, Update, sent_together
 
 from . import round_trips
 from .conftest import FAKE_MODEL, make_session
@@ -482,3 +484,47 @@ def test_a_sessions_seed_is_found_by_the_index_of_roots_not_by_walking_every_use
     plan = status.SEED.build(session_id=session.pk).explain()
     assert "chat_entry_roots" in plan
     assert status.SEED.rows(session_id=session.pk) == [({},)]
+
+
+def test_on_postgresql_a_blocks_statements_reach_the_server_together_at_its_end(owner):
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite's statements are calls in the process: nothing is sent")
+    session = make_session(owner)
+    rename = Update(
+        lambda session_id, title: (ChatSession.objects.filter(pk=session_id), {"title": title}),
+        session_id=int,
+        title=str,
+    )
+    connection.ensure_connection()
+    ours = connection.connection.info.backend_pid
+    settings = connection.settings_dict
+    with psycopg.connect(  # another connection: what the server has had from ours
+        dbname=settings["NAME"], user=settings["USER"], host=settings["HOST"], port=settings["PORT"]
+    ) as watcher:
+
+        def latest() -> str:
+            found = watcher.execute("SELECT query FROM pg_stat_activity WHERE pid = %s", [ours])
+            return str(found.fetchone()[0])
+
+        with sent_together():
+            rename.sent(session_id=session.pk, title="renamed in one write")
+            seen = []
+            for _ in range(10):  # 0.2 s in which a statement written at once would have come
+                seen.append(latest())
+                time.sleep(0.02)
+        assert not any("UPDATE" in query for query in seen)
+        assert "renamed in one write" not in str(seen)
+    assert ChatSession.objects.get(pk=session.pk).title == "renamed in one write"
+
+
+def test_a_statement_read_inside_its_block_is_answered_there(owner):
+    session = make_session(owner)
+    reads = Statement(
+        lambda session_id: ChatSession.objects.filter(pk=session_id).values_list("title"),
+        session_id=int,
+    )
+    with sent_together():
+        read = reads.send(session_id=session.pk)
+        assert read() == [(session.title,)]  # its answer, before the block's end
+        again = reads.send(session_id=session.pk)
+    assert again() == [(session.title,)]

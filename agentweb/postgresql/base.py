@@ -14,9 +14,11 @@ connects afresh.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 import types
+from collections.abc import Iterator
 from typing import Any
 
 import greenlet
@@ -24,6 +26,7 @@ import psycopg
 from django.db.backends.postgresql import base
 
 from . import on_the_loop
+from .pipeline import entered
 
 HEALTHY_FOR = 1.0  # seconds since a connection's last statement in which it is not checked
 
@@ -58,7 +61,13 @@ class DatabaseWrapper(base.DatabaseWrapper):  # type: ignore[misc]  # Django's i
 
 class Connection(psycopg.Connection[Any]):
     """psycopg's connection, whose waits for the server a call on the event loop's thread
-    makes its own way (`on_the_loop.Call.wait`); elsewhere (a thread), psycopg's own wait."""
+    makes its own way (`on_the_loop.Call.wait`); elsewhere (a thread), psycopg's own wait.
+    Its pipelines write their statements together (`pipeline.Pipeline`)."""
+
+    @contextlib.contextmanager
+    def pipeline(self) -> Iterator[psycopg.Pipeline]:
+        with entered(self) as pipeline:
+            yield pipeline
 
     def wait(self, gen: Any, *args: Any, **kwargs: Any) -> Any:
         call = greenlet.getcurrent()
