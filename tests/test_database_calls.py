@@ -17,7 +17,7 @@ import pytest
 from channels.db import database_sync_to_async
 from django.db import DataError, connection, transaction
 
-from sessions.database import short
+from sessions.database import close_connections, short
 from sessions.models import ChatSession, Entry
 
 from .conftest import db_async, make_session
@@ -162,6 +162,29 @@ async def test_on_postgresql_a_call_answered_in_line_ends_in_the_callers_own_ste
     assert answer == "answered late"
     assert ran == ["another task's step"]
     assert await short(one_value)("SELECT 'and after'") == "and after"
+
+
+async def test_on_postgresql_a_call_that_connects_waits_in_line_for_the_new_servers_first_answers(
+    settings,
+):
+    """A new server process answers its first statements slowly (its caches empty, its
+    statements unplanned): the call that opened the connection waits for them in line, where
+    handing the wait to the loop spread a burst of prompts over every connection the loop may
+    open, each as slow at first. Once connected, a wait past the setting is the loop's."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite's calls make no round trips")
+    settings.AGENTWEB_PG_WAIT_IN_LINE_SECONDS = 0.005
+    assert await short(one_value)("SELECT 'a connection kept'") == "a connection kept"
+    await asyncio.to_thread(close_connections)  # closed: the next call opens it again
+    ran: list[str] = []
+    asyncio.get_running_loop().call_soon(ran.append, "a step during the first call")
+    first = await short(one_value)("SELECT 'connected, answered in line' FROM pg_sleep(0.02)")
+    assert first == "connected, answered in line"
+    assert ran == []
+    asyncio.get_running_loop().call_soon(ran.append, "a step during the second call")
+    second = await short(one_value)("SELECT 'answered late' FROM pg_sleep(0.02)")
+    assert second == "answered late"
+    assert ran == ["a step during the first call", "a step during the second call"]
 
 
 async def test_on_postgresql_a_call_its_loop_left_waiting_keeps_neither_its_connection_nor_its_lock(
