@@ -62,7 +62,8 @@ class Call(greenlet.greenlet):
 
     def wait(self, gen: Any, fileno: int) -> Any:
         """What psycopg's generator `gen` gives when done, each of its waits for the socket
-        `fileno` made in line for at most AGENTWEB_PG_WAIT_IN_LINE_SECONDS, else by the loop."""
+        `fileno` made in line for at most `in_line` (AGENTWEB_PG_WAIT_IN_LINE_SECONDS, or
+        CONNECTING_IN_LINE for a call that opens its connection), else by the loop."""
         try:
             wanted = next(gen)
             while True:
