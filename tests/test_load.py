@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 async def test_ten_sessions_streaming_at_once_lose_no_token(django_db_setup: Any, fake_server):
     fake_server.reset()
     fake_server.responder = paced(tokens=60, rate=40)
-    server = Daphne("daphne-load", **server_env(fake_server.url, 10))
+    server = Daphne("daphne-load", **server_env(fake_server.url))
     try:
         report = await measure(server, fake_server, sessions=10, tokens=60, rate=40)
     finally:
@@ -40,7 +40,7 @@ async def test_two_processes_behind_one_redis_split_the_tabs_lose_no_token_and_c
     fake_server.reset()
     fake_server.responder = paced(tokens=40, rate=40)
     redis = await asyncio.to_thread(RedisServer)
-    env = server_env(fake_server.url, 8 + 2, redis.url)
+    env = server_env(fake_server.url, redis.url)
     servers = [Daphne(f"daphne-load-{n}", **env) for n in (1, 2)]
     try:
         report = await measure(servers, fake_server, sessions=8, tokens=40, rate=40, cancels=2)
