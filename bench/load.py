@@ -151,14 +151,9 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def postgres_pids() -> list[int]:
-    """The processes of a PostgreSQL server on this machine (its backends come and go), when
-    this user may read them; none otherwise."""
-    return pids_named("postgres")
-
-
 def pids_named(name: str) -> list[int]:
-    """The processes on this machine whose command is `name`, when this user may read them."""
+    """The processes on this machine whose command is `name` (a PostgreSQL server's backends
+    come and go), when this user may read them; none otherwise."""
     pids = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -406,8 +401,7 @@ async def measure(
     # CPU from the servers measured, on the same two cores.
     gc.collect()
     gc.freeze()
-    ids = list(cookies)
-    ids, cancelled = ids[:sessions], ids[sessions:]
+    ids, cancelled = list(cookies)[:sessions], list(cookies)[sessions:]
     servers = server if isinstance(server, list) else [server]
     pids = [one.process.pid for one in servers]
     idle = sum(rss_kb(pid) for pid in pids)
@@ -489,7 +483,7 @@ class Timeline:
         self.thread.start()
 
     def _spent(self) -> list[float]:
-        groups = [*self.processes, postgres_pids(), pids_named("redis-server")]
+        groups = [*self.processes, pids_named("postgres"), pids_named("redis-server")]
         return [sum(cpu_seconds(pid) for pid in pids) for pids in groups]
 
     def _sample(self, asked_before: int) -> None:
