@@ -401,7 +401,8 @@ async def measure(
     # CPU from the servers measured, on the same two cores.
     gc.collect()
     gc.freeze()
-    ids, cancelled = list(cookies)[:sessions], list(cookies)[sessions:]
+    ids = list(cookies)  # in the order they were made: the load's, then the cancels'
+    ids, cancelled = ids[:sessions], ids[sessions:]
     servers = server if isinstance(server, list) else [server]
     pids = [one.process.pid for one in servers]
     idle = sum(rss_kb(pid) for pid in pids)
