@@ -128,6 +128,10 @@ class FakeAnthropic:
         self.disconnects = 0
         self.disconnected_at: list[float] = []  # when each client that left early did
         self.completed = 0
+        # As the API does: a stream read to its end leaves its connection open for the next
+        # request. Off by default: every reply then says `connection: close`.
+        self.keep_alive = False
+        self.connections = 0  # connections accepted
         self._changed = threading.Condition()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -151,6 +155,8 @@ class FakeAnthropic:
             self.disconnects = 0
             self.disconnected_at.clear()
             self.completed = 0
+            self.keep_alive = False
+            self.connections = 0
         if self._gate is not None:  # a new test: held replies hold again
             self._loop.call_soon_threadsafe(self._gate.clear)
 
@@ -197,18 +203,23 @@ class FakeAnthropic:
             self._changed.notify_all()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._note(connections=1)
         try:
-            await self._one_request(reader, writer)
+            ahead: bytes | None = b""
+            while ahead is not None:  # with keep_alive, the next request on this connection
+                ahead = await self._one_request(reader, writer, ahead)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
             writer.close()
 
     async def _one_request(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
-        """Serve one request, then close: every reply says `connection: close`."""
-        head = await reader.readuntil(b"\r\n\r\n")
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, ahead: bytes = b""
+    ) -> bytes | None:
+        """Serve one request (`ahead`: its first bytes, read already). None: the connection
+        closes after it; else a stream read to its end with `keep_alive` on, and the bytes of
+        the next request read meanwhile."""
+        head = ahead + await reader.readuntil(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
         headers = {
             k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)
@@ -222,7 +233,7 @@ class FakeAnthropic:
             with self._changed:
                 self.counts.append(request)
             await _respond_json(writer, 200, {"input_tokens": request["tokens"]})
-            return
+            return None
         with self._changed:
             self.requests.append(request)
             self._changed.notify_all()
@@ -245,11 +256,13 @@ class FakeAnthropic:
                 reply.headers,
             )
             self._note(completed=1)
-            return
+            return None
+        keep_alive = self.keep_alive
         writer.write(
             b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
             + (b"content-encoding: gzip\r\n" if reply.gzip else b"")
-            + b"transfer-encoding: chunked\r\nconnection: close\r\n\r\n"
+            + b"transfer-encoding: chunked\r\n"
+            + (b"connection: keep-alive\r\n\r\n" if keep_alive else b"connection: close\r\n\r\n")
         )
         encoder = zlib.compressobj(wbits=31) if reply.gzip else None
         eof = asyncio.ensure_future(reader.read(1))  # b"" when the client hangs up
@@ -259,13 +272,13 @@ class FakeAnthropic:
             for event, data in _events(reply):
                 if event == "__drop__":
                     writer.transport.abort()
-                    return
+                    return None
                 if event == "__hold__":
                     await self._hold(eof)
                     continue
                 if eof.done():
                     self._note(disconnects=1, at=left[0] if left else None)
-                    return
+                    return None
                 for chunk in _wire(event, data, reply):
                     if encoder is not None:
                         chunk = encoder.compress(chunk) + encoder.flush(zlib.Z_SYNC_FLUSH)
@@ -281,8 +294,16 @@ class FakeAnthropic:
             self._note(completed=1)
         except ConnectionError:
             self._note(disconnects=1)
+            return None
         finally:
             eof.cancel()
+        if not keep_alive:
+            return None
+        if not eof.done():
+            return b""
+        if eof.cancelled() or eof.exception() is not None or not eof.result():
+            return None  # the client hung up as the reply ended
+        return eof.result()  # the next request's first byte
 
     async def _hold(self, eof: asyncio.Future[bytes]) -> None:
         """Wait at a held reply's hold point: for `release()`, or for the client to leave."""

@@ -178,6 +178,31 @@ async def test_cancelling_the_consumer_closes_the_connection_the_server_sees(fak
     assert fake_anthropic.completed == 0
 
 
+@pytest.mark.asyncio
+async def test_over_an_api_that_keeps_connections_alive_streams_reuse_one_and_a_stall_still_ends(
+    fake_anthropic,
+):
+    fake_anthropic.keep_alive = True  # as the API does
+    fake_anthropic.enqueue(
+        Reply.text("First reply"), Reply.text("Second reply"), Reply.held(["Half an ", "answer"])
+    )
+    provider = AnthropicProvider(
+        model=FAKE_MODEL, api_key="k", base_url=fake_anthropic.url, max_retries=0,
+        stall_seconds=0.5,
+    )  # fmt: skip
+    texts = []
+    for _ in range(2):
+        events = await collect(provider)
+        texts.append("".join(e.text for e in events if isinstance(e, TextDelta)))
+    assert texts == ["First reply", "Second reply"]
+    assert fake_anthropic.connections == 1  # the second went over the first one's connection
+    with pytest.raises(ProviderError) as caught:  # the stall timeout holds on a reused one too
+        await asyncio.wait_for(collect(provider), 5)
+    assert caught.value.reason == "the model sent nothing for 0.5 s: timed out"
+    assert (fake_anthropic.connections, len(fake_anthropic.requests)) == (1, 3)
+    assert await asyncio.to_thread(fake_anthropic.wait_for_disconnect, 5)  # and it hung up
+
+
 def test_the_client_built_at_start_up_serves_the_first_stream_on_a_later_event_loop(
     fake_anthropic,
 ):
