@@ -299,11 +299,10 @@ class FakeAnthropic:
             eof.cancel()
         if not keep_alive:
             return None
-        if not eof.done():
+        if not eof.done():  # (cancelled just now: nothing of the next request read)
             return b""
-        if eof.cancelled() or eof.exception() is not None or not eof.result():
-            return None  # the client hung up as the reply ended
-        return eof.result()  # the next request's first byte
+        # The next request's first byte; b"" or an error: the client left as the reply ended.
+        return (None if eof.exception() else eof.result()) or None
 
     async def _hold(self, eof: asyncio.Future[bytes]) -> None:
         """Wait at a held reply's hold point: for `release()`, or for the client to leave."""

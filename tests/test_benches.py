@@ -219,8 +219,8 @@ def test_the_load_bench_profiles_a_burst_of_prompts_with_cprofile(tmp_path):
 @sqlite_pass_only
 def test_the_load_bench_draws_the_timeline_of_a_burst_with_the_model_in_its_own_process():
     """`bench/load.py --timeline`: every 50 ms, each process's CPU (a PostgreSQL server's and
-    Redis servers' on this machine too, if any), the requests the model (its own process) has had, and the tabs
-    with a first delta; the model has every prompt."""
+    Redis servers' on this machine too, if any), the requests the model (its own process) has
+    had, and the tabs with a first delta; the model has every prompt."""
     out = bench("bench/load.py", "--sessions", "3", "--tokens", "20", "--timeline", "1")
     assert re.search(r"N= +3 +lost 0 +errors 0", out)
     assert "ms  CPU ms: servers  model  tabs  postgres  redis   asked  first delta" in out
