@@ -332,6 +332,9 @@ AGENTWEB_MAX_FORK_ENTRIES = env_int("AGENTWEB_MAX_FORK_ENTRIES", 100_000)
 AGENTWEB_WRITE_BATCH = env_int("AGENTWEB_WRITE_BATCH", 500)
 # Longest message accepted from the chat box, in characters.
 AGENTWEB_MAX_MESSAGE_CHARS = env_int("AGENTWEB_MAX_MESSAGE_CHARS", 100_000)
+# Longest body of a user's prompt template, in characters (what it fills in to is held to the
+# message's limit too).
+AGENTWEB_MAX_TEMPLATE_CHARS = env_int("AGENTWEB_MAX_TEMPLATE_CHARS", 20_000)
 # Caps that keep one user (or one flooding socket) from running up the operator's API key.
 AGENTWEB_MAX_QUEUED_PROMPTS = env_int("AGENTWEB_MAX_QUEUED_PROMPTS", 10)
 AGENTWEB_MAX_GENERATIONS_PER_USER = env_int("AGENTWEB_MAX_GENERATIONS_PER_USER", 3)

@@ -151,6 +151,15 @@ class PromptForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.owner_id = owner_id
 
+    def clean_body(self) -> str:
+        body: str = self.cleaned_data["body"]
+        limit = settings.AGENTWEB_MAX_TEMPLATE_CHARS
+        if len(body) > limit:
+            raise forms.ValidationError(
+                f"A prompt is at most {limit:,} characters long; this one has {len(body):,}."
+            )
+        return body
+
     def clean_name(self) -> str:
         name = self.cleaned_data["name"].strip().removeprefix("/").lower()
         if not PROMPT_NAME.fullmatch(name):

@@ -9,7 +9,7 @@ from django.test import Client
 
 from sessions import generation
 from sessions.agent.recall_tool import look_up
-from sessions.models import ChatSession, Entry
+from sessions.models import ChatSession, Entry, PromptTemplate
 
 from .conftest import db_async, make_session
 from .fake_anthropic import Reply
@@ -69,3 +69,32 @@ async def test_another_users_session_cannot_be_mentioned(owner, other_user, open
     assert f"#{theirs.pk} is not one of them." in said
     assert f"Look at @#{theirs.pk}" in said  # the text goes back in the box
     assert not await db_async(Entry.objects.filter(session=session).exists)()
+
+
+async def test_another_users_session_cannot_be_mentioned_from_a_prompt_template(
+    owner, other_user, open_tab
+):
+    theirs = await db_async(gateway)(other_user)
+    await db_async(PromptTemplate.objects.create)(
+        owner=owner, name="peek", body=f"Summarise @#{theirs.pk} for $1"
+    )
+    session = await db_async(make_session)(owner)
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="/peek me")
+    said = await tab.until("You can mention only your own sessions")
+    assert f"#{theirs.pk} is not one of them." in said
+    assert "/peek me</textarea>" in said  # given back
+    assert not await db_async(Entry.objects.filter(session=session).exists)()
+
+
+async def test_another_users_session_cannot_be_mentioned_in_an_edited_message(
+    owner, other_user, open_tab
+):
+    theirs = await db_async(gateway)(other_user)
+    session = await db_async(make_session)(owner, model="local", exchanges=1)
+    question = await db_async(Entry.objects.get)(session=session, role="user")
+    _, tab = await open_tab(owner, session)
+    await tab.send(action="edit", entry=question.pk, message=f"Now about @#{theirs.pk}")
+    said = await tab.until("You can mention only your own sessions")
+    assert f"#{theirs.pk} is not one of them." in said
+    assert await db_async(Entry.objects.filter(session=session).count)() == 2  # nothing added

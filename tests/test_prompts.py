@@ -160,3 +160,42 @@ def test_the_preferences_say_which_ones_need_claude_and_hold_the_instructions(
     assert '<span class="percent-field"><input type="number"' in page
     signed_in.post("/preferences/", {"handoff_instructions": "Name the branch."})
     assert Preferences.objects.get(user=owner).handoff_instructions == "Name the branch."
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_prompt_that_repeats_its_words_is_held_to_the_longest_message(
+    owner, other_user, fake_anthropic, open_tab
+):
+    await db_async(PromptTemplate.objects.create)(owner=owner, name="echo", body="$@ " * 6_000)
+    session = await db_async(make_session)(owner)
+    _, tab = await open_tab(owner, session)
+    typed = "/echo " + "word " * 19_000  # 95,006 characters: under the limit as typed
+    await tab.send(message=typed)
+    said = await tab.until("fills in to")
+    assert (
+        "That prompt fills in to more than 100,000 characters, the longest message agentweb "
+        "takes: shorten the words after its name." in said
+    )
+    assert said.count("word ") == 19_000  # what was typed, given back whole
+    assert not await db_async(Entry.objects.filter(session=session).exists)()
+    assert not fake_anthropic.requests
+    # The same prompt with a few words fills in and is sent.
+    fake_anthropic.enqueue(Reply.text("Heard."))
+    await tab.send(message="/echo hi")
+    await tab.until("Heard.")
+    await generation.wait_idle()
+    sent = fake_anthropic.requests[0]["json"]["messages"][-1]["content"][-1]["text"]
+    assert sent == "hi " * 6_000
+
+
+@db
+def test_a_prompt_longer_than_its_own_limit_is_refused(signed_in, owner, settings):
+    settings.AGENTWEB_MAX_TEMPLATE_CHARS = 20_000
+    response = signed_in.post(
+        "/prompts/", {"name": "huge", "description": "", "body": "x" * 20_001}
+    )
+    assert "A prompt is at most 20,000 characters long; this one has 20,001." in (
+        response.content.decode()
+    )
+    assert not PromptTemplate.objects.filter(owner=owner).exists()

@@ -19,7 +19,15 @@ from django.utils import timezone
 
 from .. import mentions, status, store, todos, usage
 from ..agent.session import TurnStart, turn_start
-from ..models import ChatSession, Entry, PendingPrompt, Preferences, PromptTemplate, appending
+from ..models import (
+    ChatSession,
+    Entry,
+    PendingPrompt,
+    Preferences,
+    PromptTemplate,
+    Refused,
+    appending,
+)
 from ..models.prompts import CALL
 from ..models.refusals import BUSY_BRANCHING
 from ..models.session import UNCLAIMED
@@ -88,10 +96,12 @@ def queue_prompt(
 
     if held is None and stopped():
         return Submitted(unchecked=True), None
-    if refusal := mentions.refusal(session, text):
+    try:
+        text = as_sent(session, text)
+    except Refused as refusal:
         if held is not None and stopped():
             return Submitted(unchecked=True), None
-        return Submitted(refusal=refusal), None
+        return Submitted(refusal=str(refusal)), None
     # The common case in one statement: the session free, its owner under the cap (and, with
     # `held`, the frame's check).
     taking = CLAIMED_IF_FREE if held is None else CLAIMED_IF_FREE_AND_HELD
@@ -158,10 +168,21 @@ def first_turn(
     return _begin(session, text, reread=False, queued=0)
 
 
+def as_sent(session: ChatSession, text: str) -> str:
+    """A prompt as it is stored and sent: its prompt template filled in, within the longest
+    message agentweb takes, and each session it mentions one of the owner's, wherever the
+    mention came from (typed, a template's body, an edit). `Refused` with the reason."""
+    if CALL.match(text):
+        text = PromptTemplate.expand(session.owner_id, text)
+    if refusal := mentions.refusal(session, text):
+        raise Refused(refusal)
+    return text
+
+
 def _stored_as_typed(session: ChatSession, text: str) -> bool:
-    """Whether a prompt is stored as typed, with nothing read for it first: it calls no prompt
-    template and mentions no other session."""
-    return not CALL.match(text) and all(n == session.pk for n in mentions.ids_in(text))
+    """Whether a prompt is stored with nothing read for it first: it mentions no other
+    session."""
+    return all(n == session.pk for n in mentions.ids_in(text))
 
 
 def _claimed_and_begun(
@@ -239,8 +260,7 @@ def _begin(session: ChatSession, text: str, *, reread: bool, queued: int | None 
     what comes before its turn (todo notes, tools), so the job need not ask again.
     `session` was read as its claim was taken; a later turn's rereads it (the claim's lease and
     kind have moved since). `queued`: the prompts waiting, when known (a first turn sent at
-    once found none)."""
-    text = PromptTemplate.expand(session.owner_id, text)
+    once found none). `text` is as sent already (`as_sent`)."""
     content = [{"type": "text", "text": text}]
     data = mentions.data_of(session, text)
     with sent_together():  # the prompt stored and the reads after it: one round trip, were four
@@ -355,6 +375,10 @@ def begin_branch(
     refusal = over_a_cap(session, queueing=True)
     if refusal:
         return refusal
+    try:
+        text = None if text is None else as_sent(session, text)
+    except Refused as refused:
+        return str(refused)
     target = Entry.objects.filter(pk=entry_id, session_id=session.pk).first()
     problem = _not_branchable(target, editing=text is not None)
     if problem:

@@ -6,7 +6,7 @@ from .entry import Entry
 from .file_line import FileLine
 from .preferences import Preferences
 from .prompts import PendingPrompt, PromptTemplate
-from .refusals import BranchRefused
+from .refusals import BranchRefused, Refused
 from .session import ChatSession
 
 __all__ = [
@@ -17,4 +17,5 @@ __all__ = [
     "PendingPrompt",
     "Preferences",
     "PromptTemplate",
+    "Refused",
 ]

@@ -9,6 +9,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from .refusals import Refused
+
 CALL = re.compile(r"^/(?P<name>[a-z][a-z0-9_-]*)(?:\s+(?P<args>.*))?$", re.DOTALL)
 
 
@@ -17,8 +19,12 @@ CALL = re.compile(r"^/(?P<name>[a-z][a-z0-9_-]*)(?:\s+(?P<args>.*))?$", re.DOTAL
 ARGUMENT = re.compile(r"\$\{@:(\d+)(?::(\d+))?\}|\$(\d)|\$@|\$ARGUMENTS")
 
 
-def expand_arguments(body: str, args: str) -> str:
-    """`body` with its argument marks replaced by `args` (quoted words stay one word)."""
+def expand_arguments(body: str, args: str, limit: int | None = None) -> str:
+    """`body` with its argument marks replaced by `args` (quoted words stay one word).
+
+    With `limit`, text longer than that is never made: a body that repeats `$@` would
+    otherwise multiply what was typed (a 99 KB message once became 49.5 million characters),
+    so the expansion stops, refused, as soon as it passes the limit."""
     try:
         words = shlex.split(args)
     except ValueError:  # an unclosed quote: words as they are typed
@@ -34,7 +40,25 @@ def expand_arguments(body: str, args: str) -> str:
             return " ".join(words[start:end])
         return args
 
-    return ARGUMENT.sub(value, body)
+    parts: list[str] = []
+    length, at = 0, 0
+    for mark in ARGUMENT.finditer(body):
+        parts += [body[at : mark.start()], value(mark)]
+        length += len(parts[-2]) + len(parts[-1])
+        at = mark.end()
+        if limit is not None and length > limit:
+            raise Refused(too_long(limit))
+    parts.append(body[at:])
+    if limit is not None and length + len(parts[-1]) > limit:
+        raise Refused(too_long(limit))
+    return "".join(parts)
+
+
+def too_long(limit: int) -> str:
+    return (
+        f"That prompt fills in to more than {limit:,} characters, the longest message "
+        "agentweb takes: shorten the words after its name."
+    )
 
 
 class PendingPrompt(models.Model):
@@ -79,14 +103,16 @@ class PromptTemplate(models.Model):
 
     @classmethod
     def expand(cls, owner_id: int, text: str) -> str:
-        """`/name args` becomes the owner's template `name`, with `$ARGUMENTS` replaced by args."""
+        """`/name args` becomes the owner's template `name`, with `$ARGUMENTS` replaced by args;
+        `Refused` when that would be longer than the longest message agentweb takes."""
         match = CALL.match(text)
         if not match:
             return text
         template = cls.objects.filter(owner_id=owner_id, name=match["name"]).first()
         if template is None:
             return text
-        return expand_arguments(template.body, (match["args"] or "").strip())
+        args = (match["args"] or "").strip()
+        return expand_arguments(template.body, args, settings.AGENTWEB_MAX_MESSAGE_CHARS)
 
     @classmethod
     def of(cls, owner_id: int) -> list[PromptTemplate]:

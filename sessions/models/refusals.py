@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 
-class BranchRefused(Exception):
+class Refused(Exception):
+    """What the user asked cannot be done now: its message is the reason a person reads, and
+    the edge that caught it says so (and gives back what was typed)."""
+
+
+class BranchRefused(Refused):
     """A branch operation that cannot be done now, with the reason a person reads."""
 
 
