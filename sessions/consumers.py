@@ -46,7 +46,10 @@ class SessionConsumer(LeanConsumer):
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
-        session_id = int(self.scope["url_route"]["kwargs"]["session_id"])
+        session_id = whole_number(self.scope["url_route"]["kwargs"]["session_id"])
+        if session_id is None:  # more digits than any id: no session of anyone's
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
         login = self.scope["session"].session_key or ""
         signed_in, session = await database_sync_to_async(_opening)(login, user, session_id)
         if not signed_in:

@@ -83,6 +83,49 @@ async def test_behind_a_tls_proxy_the_trusted_origin_is_allowed(owner, settings)
     assert not await connect(owner, session, b"http://team.corp.example", host=b"chat.example.com")
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/ws/sessions/-1/",
+        "/ws/sessions/abc/",
+        "/ws/",
+        "/ws/anything/else",
+        "/not-ws/",
+    ],
+)
+@pytest.mark.parametrize("signed_in", [True, False])
+@pytest.mark.asyncio
+async def test_a_socket_for_no_session_is_closed_as_not_found_and_logs_nothing(
+    owner, path, signed_in, caplog
+):
+    from agentweb.asgi import application
+
+    headers = [(b"host", b"localhost"), (b"origin", b"http://localhost")]
+    if signed_in:
+        headers.append((b"cookie", f"sessionid={await _cookie_for(owner)}".encode()))
+    communicator = WebsocketCommunicator(application, path, headers=headers)
+    connected, code = await communicator.connect()
+    assert (connected, code) == (False, 4404)
+    await communicator.wait()
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
+
+
+@pytest.mark.asyncio
+async def test_a_session_id_longer_than_any_is_not_found(owner, caplog):
+    session = await db_async(make_session)(owner, exchanges=1)
+    headers = [(b"host", b"localhost"), (b"origin", b"http://localhost")]
+    headers.append((b"cookie", f"sessionid={await _cookie_for(owner)}".encode()))
+    from agentweb.asgi import application
+
+    for path, code in [
+        ("/ws/sessions/99999999999999999999/", 4404),
+        (f"/ws/sessions/{session.pk + 2**64}/", 4404),
+    ]:
+        communicator = WebsocketCommunicator(application, path, headers=headers)
+        assert await communicator.connect() == (False, code)
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
+
+
 @pytest.mark.asyncio
 async def test_signing_out_closes_the_sockets_of_that_sign_in_and_no_other(owner, open_tab):
     from django.test import Client
