@@ -14,15 +14,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from autobahn.exception import Disconnected
 from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.layers import get_channel_layer
 from channels.sessions import InstanceSessionWrapper
 
 Message = dict[str, Any]
+log = logging.getLogger(__name__)
 
 
 async def dispatch_from(
@@ -58,7 +61,7 @@ class LeanConsumer(AsyncWebsocketConsumer):
     async def __call__(self, scope: Message, receive: Any, send: Any) -> None:
         self.scope = scope
         self.channel_layer = get_channel_layer(self.channel_layer_alias)
-        self.base_send = _past_the_session_wrapper(send)
+        self.base_send = _quiet_once_closed(_past_the_session_wrapper(send))
         sources = [receive]
         if self.channel_layer is not None:
             self.channel_name = await self.channel_layer.new_channel()
@@ -66,6 +69,24 @@ class LeanConsumer(AsyncWebsocketConsumer):
             sources.append(self.channel_receive)
         with contextlib.suppress(StopConsumer):  # the consumer's own end
             await dispatch_from(sources, self.dispatch)
+
+
+# What a server raises for a message sent to a socket the browser has just closed: the ASGI
+# spec's `OSError`, and daphne's (autobahn's `Disconnected`).
+CLOSED = (OSError, Disconnected)
+
+
+def _quiet_once_closed(send: Any) -> Any:
+    """`send`, which drops a message for a socket the browser has closed: a tab closed during
+    a burst of deltas is a normal end, and its disconnect is on its way to the consumer."""
+
+    async def sending(message: Message) -> None:
+        try:
+            await send(message)
+        except CLOSED:
+            log.debug("a %s for a socket the browser closed, dropped", message.get("type"))
+
+    return sending
 
 
 def _past_the_session_wrapper(send: Any) -> Any:
