@@ -11,6 +11,7 @@ from functools import lru_cache
 import nh3
 from cachetools import LRUCache, cached
 from markdown_it import MarkdownIt
+from markdown_it.rules_core import StateCore
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
@@ -25,8 +26,8 @@ ALLOWED_ATTRIBUTES = {
     "span": {"class"},
     "div": {"class"},
     "code": {"class"},
-    "th": {"style"},
-    "td": {"style"},
+    "th": {"class"},
+    "td": {"class"},
     "ol": {"start"},
 }
 _formatter = HtmlFormatter(nowrap=True)
@@ -44,10 +45,26 @@ def _highlight(code: str, lang: str, _attrs: str) -> str:
 
 @lru_cache(maxsize=2)
 def _markdown(breaks: bool = False) -> MarkdownIt:
-    return MarkdownIt(
+    md = MarkdownIt(
         "commonmark",
         {"html": False, "linkify": False, "highlight": _highlight, "breaks": breaks},
     ).enable(["table", "strikethrough"])
+    md.core.ruler.push("aligned_by_class", _aligned_by_class)
+    return md
+
+
+# A table column's alignment, as markdown-it writes it and as a class (app.css).
+_ALIGNED = {f"text-align:{side}": f"align-{side}" for side in ("left", "center", "right")}
+
+
+def _aligned_by_class(state: StateCore) -> None:
+    """A table cell's alignment as a class, not the `style` attribute markdown-it writes: the
+    Content-Security-Policy's `style-src 'self'` blocks inline styles (and nh3 drops them)."""
+    for token in state.tokens:
+        if token.type in ("th_open", "td_open"):
+            style = token.attrs.pop("style", None)
+            if isinstance(style, str) and style in _ALIGNED:
+                token.attrSet("class", _ALIGNED[style])
 
 
 # A message never changes once written, so its HTML is rendered once per process: the session

@@ -53,3 +53,12 @@ def test_your_own_message_is_safe_markdown_with_its_lines_kept(client, owner):
     page = client.get(session.get_absolute_url()).content.decode()
     assert "<p>Use <strong>tomllib</strong>, not <code>toml</code><br>\nsecond line</p>" in page
     assert "<li>b &lt;script&gt;alert(1)&lt;/script&gt;</li>" in page
+
+
+def test_a_tables_alignment_is_a_class_never_an_inline_style():
+    html = render_markdown("| L | C | R | - |\n|:--|:-:|--:|---|\n| 1 | 2 | 3 | 4 |")
+    assert '<th class="align-left">L</th>' in html
+    assert '<td class="align-center">2</td>' in html
+    assert '<td class="align-right">3</td>' in html
+    assert "<td>4</td>" in html
+    assert "style=" not in html

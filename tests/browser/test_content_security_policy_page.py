@@ -79,3 +79,21 @@ def test_every_page_works_under_the_policy(signed_in, server_url):
     expect(page.get_by_role("dialog", name="Keyboard shortcuts")).to_be_visible()
     page.get_by_role("button", name="Close").click()
     assert violations(page) == []
+
+
+@pytest.mark.parametrize("width", [375, 1440])
+def test_an_aligned_table_keeps_its_alignment_under_the_policy(signed_in, server_url, width):
+    page = signed_in
+    page.set_viewport_size({"width": width, "height": 900})
+    page.add_init_script(RECORD)
+    walker = User.objects.get(username="walker")
+    session = make_session(walker, model="local")
+    table = "| Left | Centre | Right | Plain |\n|:--|:-:|--:|---|\n| a | b | c | d |"
+    session.append_message("user", [{"type": "text", "text": "A table, please."}])
+    session.append_message("assistant", [{"type": "text", "text": table}])
+    visit(page, f"{server_url}{session.get_absolute_url()}")
+    cells = page.locator("#transcript .entry--assistant td")
+    expect(cells).to_have_count(4)
+    aligned = [cell.evaluate("c => getComputedStyle(c).textAlign") for cell in cells.all()]
+    assert aligned[:3] == ["left", "center", "right"]
+    assert violations(page) == []
