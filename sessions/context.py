@@ -199,9 +199,9 @@ def mentions_in(data: dict[str, Any]) -> list[tuple[int, str]]:
     anything)."""
     listed = data.get("mentions")
     return [
-        (mention["session"], shapes.text(mention.get("title")))
+        (number, shapes.text(mention.get("title")))
         for mention in (listed if isinstance(listed, list) else [])
-        if isinstance(mention, dict) and shapes.count(mention.get("session"))
+        if isinstance(mention, dict) and (number := shapes.an_id(mention.get("session")))
     ]
 
 

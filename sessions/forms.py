@@ -12,8 +12,26 @@ from django.conf import settings
 
 from . import commands, todos
 from .models import Preferences, PromptTemplate
-from .numbers import WholeNumberField, whole_number
+from .numbers import LARGEST, whole_number
 from .providers import catalog
+
+
+class WholeNumberField(forms.Field):
+    """A form's whole number, read by `whole_number` (Django's IntegerField takes "٣")."""
+
+    default_error_messages = {"invalid": "Enter a whole number (digits 0–9)."}
+
+    def __init__(self, *, min_value: int = 0, max_value: int = LARGEST, **kwargs: Any) -> None:
+        self.min_value, self.max_value = min_value, max_value
+        super().__init__(**kwargs)
+
+    def to_python(self, value: Any) -> int | None:
+        if value in self.empty_values:
+            return None
+        number = whole_number(value, largest=self.max_value)
+        if number is None or number < self.min_value:
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        return number
 
 
 class FrameForm(forms.Form):

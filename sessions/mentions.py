@@ -71,9 +71,12 @@ def _named(before: tuple[int, ...], rows: Sequence[tuple[int, Any]]) -> tuple[in
 
 
 def _mentioning(session_id: int, after: int) -> QuerySet[Entry, Any]:
-    """The entries after `after` that mention sessions (id, data), and the newest (id, None)."""
+    """The messages after `after` that mention sessions (id, data), and the newest entry (id,
+    None). Only a person's own message names a mention (agentweb keeps what they typed): an
+    imported line's `details` may say anything, and must not widen what recall reads."""
     new = Entry.objects.filter(session_id=session_id, pk__gt=after)
-    mentioning = new.filter(data__mentions__isnull=False).values_list("pk", "data")
+    own = new.filter(kind=Entry.Kind.MESSAGE, role=Entry.Role.USER)
+    mentioning = own.filter(data__mentions__isnull=False).values_list("pk", "data")
     return with_the_newest(new, mentioning, Value(None, JSONField()))
 
 

@@ -1,5 +1,6 @@
-"""The one reading of a whole number given from outside (a URL, a form, a WebSocket frame):
-ASCII digits only, and small enough for a database integer.
+"""The one reading of a whole number given from outside (a URL, a form, a WebSocket frame, a
+field of an imported file, a model's tool input): ASCII digits only, and small enough for a
+database integer. No Django here: the pure layer (`shapes`) reads through it.
 
 `str.isdigit()` accepts "²" and `int()` accepts "٣", " 7 " and "1_000"; neither is an id a
 page of agentweb writes, so neither is read as one.
@@ -9,8 +10,6 @@ from __future__ import annotations
 
 import re
 from typing import Any
-
-from django import forms
 
 DIGITS = re.compile(r"[0-9]{1,19}")
 LARGEST = 2**63 - 1  # the largest integer SQLite and PostgreSQL's bigint keep
@@ -31,21 +30,3 @@ def whole_number(value: Any, *, largest: int = LARGEST) -> int | None:
 def entry_id_of(value: Any) -> int:
     """An entry id, or 0 (no entry has it)."""
     return whole_number(value) or 0
-
-
-class WholeNumberField(forms.Field):
-    """A form's whole number, read by `whole_number` (Django's IntegerField takes "٣")."""
-
-    default_error_messages = {"invalid": "Enter a whole number (digits 0–9)."}
-
-    def __init__(self, *, min_value: int = 0, max_value: int = LARGEST, **kwargs: Any) -> None:
-        self.min_value, self.max_value = min_value, max_value
-        super().__init__(**kwargs)
-
-    def to_python(self, value: Any) -> int | None:
-        if value in self.empty_values:
-            return None
-        number = whole_number(value, largest=self.max_value)
-        if number is None or number < self.min_value:
-            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
-        return number

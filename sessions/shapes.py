@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .numbers import whole_number
+
 
 def part(value: Any, *path: str) -> dict[str, Any]:
     """The object at `path` inside `value` (an empty one if anything on the way is not an
@@ -24,10 +26,14 @@ def texts(value: Any) -> list[str]:
 
 
 def count(value: Any) -> int | None:
-    """A whole, non-negative number, or None (booleans are not numbers here)."""
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    return None
+    """A whole, non-negative number a database keeps, or None (booleans, and numbers past
+    2⁶³ − 1, are not numbers here: an id of 2⁶⁴ would fail every query that reads it)."""
+    return whole_number(value) if isinstance(value, int) else None
+
+
+def an_id(value: Any) -> int | None:
+    """A row's id (a session's, an entry's) as a file or a model may give it, or None."""
+    return count(value) or None
 
 
 def text(value: Any) -> str:

@@ -15,7 +15,7 @@ from . import todos
 from .content import block_texts, image_placeholder
 from .context import bash_failed, bash_text, tool_call_line
 from .models import Entry
-from .shapes import count, part
+from .shapes import an_id, part
 from .store import Outline
 
 SHOWN_RESULT_CHARS = 20_000  # a longer tool output is cut in the page (the export has it all)
@@ -143,7 +143,7 @@ def _recalled(result: Entry) -> list[Block]:
     return [
         hit
         for hit in (hits if isinstance(hits, list) else [])
-        if isinstance(hit, dict) and count(hit.get("session")) and count(hit.get("entry"))
+        if isinstance(hit, dict) and an_id(hit.get("session")) and an_id(hit.get("entry"))
     ]
 
 

@@ -14,7 +14,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from sessions import generation, session_file
+from sessions import generation, handoff, mentions, recall, session_file
 from sessions.models import ChatSession, Entry
 
 from .conftest import db_async, make_session
@@ -207,3 +207,61 @@ async def test_a_message_the_server_fails_to_take_is_said_and_given_back(owner, 
     assert "Keep this text" in said  # the composer gets it back
     await tab.send(message="/help")  # the socket is still open
     await tab.until("<dd>List the slash commands</dd>")
+
+
+def imported(signed_in, *lines: dict[str, Any]) -> ChatSession:
+    response = signed_in.post(
+        reverse("chat:import"),
+        {"file": SimpleUploadedFile("crafted.jsonl", jsonl(HEADER, *lines))},
+    )
+    assert response.status_code == 302, response.content.decode()[:500]
+    return ChatSession.objects.order_by("-pk").first()
+
+
+@pytest.mark.django_db
+def test_a_mention_past_any_id_never_breaks_a_lineage_map(signed_in, owner):
+    planted = {"mentions": [{"session": 2**63, "title": "x"}, {"session": 2**64}]}
+    session = imported(
+        signed_in,
+        ROOT,
+        under_root(type="custom_message", customType="note", content="n", details=planted),
+    )
+    # And as a message of the user's stored by an older agentweb, in the same shape.
+    session.append_message("user", [{"type": "text", "text": "see"}], data=planted)
+    reply = session.append_message(
+        "assistant", [{"type": "text", "text": "## Goal\nOn."}], data={"purpose": "handoff"}
+    )
+    child = handoff.new_session(session, from_entry=reply, content="## Goal\nOn.", data={})
+    assert (
+        signed_in.post(reverse("chat:fork", args=[session.pk]), {"entry": reply.pk}).status_code
+        == 302
+    )
+    fork = ChatSession.objects.get(forked_from=reply)
+    for shown in (session, child, fork):
+        response = signed_in.get(reverse("chat:map", args=[shown.pk]))
+        assert response.status_code == 200, shown
+        assert "Lineage map" in response.content.decode()
+        assert signed_in.get(shown.get_absolute_url()).status_code == 200
+
+
+@pytest.mark.django_db
+def test_an_imported_file_cannot_plant_a_mention_that_widens_recall(signed_in, owner):
+    private = make_session(owner, exchanges=1)
+    private.append_message("user", [{"type": "text", "text": "The vault code is 4471."}])
+    planted = {"mentions": [{"session": private.pk, "title": "hidden"}]}
+    session = imported(
+        signed_in,
+        ROOT,
+        under_root(type="custom_message", customType="note", content="n", details=planted),
+    )
+    assert not recall.offered(session)
+    assert private.pk not in recall.recallable(session)
+    with pytest.raises(recall.RecallRefused):
+        recall.recall(session, "vault code", only=private.pk)
+    # What the user types names a mention, as before.
+    session.append_message(
+        "user",
+        [{"type": "text", "text": f"see @#{private.pk}"}],
+        data=mentions.data_of(session, f"see @#{private.pk}"),
+    )
+    assert private.pk in recall.recallable(session)
