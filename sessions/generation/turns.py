@@ -98,10 +98,10 @@ def queue_prompt(
         return Submitted(unchecked=True), None
     try:
         text = as_sent(session, text)
-    except Refused as refusal:
+    except Refused as refused:
         if held is not None and stopped():
             return Submitted(unchecked=True), None
-        return Submitted(refusal=str(refusal)), None
+        return Submitted(refusal=str(refused)), None
     # The common case in one statement: the session free, its owner under the cap (and, with
     # `held`, the frame's check).
     taking = CLAIMED_IF_FREE if held is None else CLAIMED_IF_FREE_AND_HELD
