@@ -340,7 +340,10 @@ AGENTWEB_MAX_QUEUED_PROMPTS = env_int("AGENTWEB_MAX_QUEUED_PROMPTS", 10)
 AGENTWEB_MAX_GENERATIONS_PER_USER = env_int("AGENTWEB_MAX_GENERATIONS_PER_USER", 3)
 AGENTWEB_FRAMES_PER_SECOND = env_float("AGENTWEB_FRAMES_PER_SECOND", 5.0)
 AGENTWEB_FRAME_BURST = env_int("AGENTWEB_FRAME_BURST", 20)
-AGENTWEB_MAX_FRAME_BYTES = env_int("AGENTWEB_MAX_FRAME_BYTES", 1_048_576)
+# Largest WebSocket frame taken, in bytes: well under daphne's own limit (1 MiB), which closes
+# the socket without a word, and over the largest message of the longest length as JSON writes
+# it (100,000 characters, each escaped to at most six bytes).
+AGENTWEB_MAX_FRAME_BYTES = env_int("AGENTWEB_MAX_FRAME_BYTES", 655_360)
 # Streamed text goes to the page in batches at most this far apart (fewer, larger frames).
 AGENTWEB_DELTA_BATCH_SECONDS = env_float("AGENTWEB_DELTA_BATCH_SECONDS", 0.03)
 # At most this many batches a second leave one process, all its generations together: with many

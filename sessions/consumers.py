@@ -170,8 +170,12 @@ class SessionConsumer(LeanConsumer):
             await self.submit(frame.message)
 
     async def refuse(self, reason: str, text: str = "") -> None:
-        """Say why a frame was not taken, and put its text back into the message box."""
-        await self.send(text_data=partials.notice(reason, "error") + _give_back(text))
+        """Say why a frame was not taken, and put its text back into the message box (in
+        pieces, when it is more than one message to the tab can carry)."""
+        first, *rest = partials.composer_text_pieces(text) if text else [""]
+        await self.send(text_data=partials.notice(reason, "error") + first)
+        for piece in rest:
+            await self.send(text_data=piece)
 
     async def submit(self, text: str) -> None:
         parsed = commands.parse(text)
@@ -391,11 +395,6 @@ class FrameBudget:
             return False
         self.tokens -= 1
         return True
-
-
-def _give_back(text: str) -> str:
-    """Put rejected text back into the message box: nothing typed is lost."""
-    return partials.composer_text(text) if text else ""
 
 
 def _query_int(scope: dict[str, Any], name: str) -> int:

@@ -104,7 +104,7 @@ def parse_frame(text_data: str | None) -> Frame:
         raise FrameError("Malformed message: expected a JSON text frame.")
     most = settings.AGENTWEB_MAX_FRAME_BYTES
     if len(text_data) > most or len(text_data.encode("utf-8", "surrogatepass")) > most:
-        raise FrameError(f"Message too long: the limit is {limit:,} characters.")
+        raise FrameError(f"Message too long: the limit is {limit:,} characters.", _typed(text_data))
     try:
         payload = json.loads(text_data)
     except ValueError:
@@ -124,6 +124,17 @@ def parse_frame(text_data: str | None) -> Frame:
         raise FrameError(reason, typed or "")
     data = form.cleaned_data
     return Frame(data["action"], data["message"], data["document"], data["entry"])
+
+
+def _typed(text_data: str) -> str:
+    """The message a frame too large to take holds, to give back (empty: none can be read).
+    Daphne hands over no frame past its own limit (1 MiB), so this reads at most that."""
+    try:
+        payload = json.loads(text_data)
+    except (ValueError, RecursionError):
+        return ""
+    typed = payload.get("message") if isinstance(payload, dict) else None
+    return storable(typed) if isinstance(typed, str) else ""
 
 
 def storable(text: str) -> str:

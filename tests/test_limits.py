@@ -4,7 +4,9 @@ holding up everyone else. Each refusal says why and gives the text back."""
 from __future__ import annotations
 
 import asyncio
+import html
 import json
+import re
 from datetime import timedelta
 
 import pytest
@@ -14,7 +16,7 @@ from sessions import generation, store
 from sessions.generation import caps, turns
 from sessions.generation.claims import claim_free
 from sessions.generation.job import Job
-from sessions.models import ChatSession, PendingPrompt
+from sessions.models import ChatSession, Entry, PendingPrompt
 from sessions.partials.events import render
 
 from .conftest import db_async, make_session
@@ -170,3 +172,45 @@ async def test_a_long_run_keeps_only_its_latest_entries_for_snapshots(owner):
     assert len(snapshot["entries"]) == 50
     assert snapshot["entries"][-1][0] == entry.pk
     await generation.wait_idle()
+
+
+def given_back(frames: list[str]) -> str:
+    """The message box's text as the pushes `frames` leave it: the first replaces it, the
+    others are appended to it."""
+    text = ""
+    for frame in frames:
+        for swap, piece in re.findall(
+            r'<textarea id="message"[^>]*?(hx-swap-oob="[a-z]+")[^>]*>(.*?)</textarea>', frame, re.S
+        ):
+            text = (text if "beforeend" in swap else "") + html.unescape(piece)
+    return text
+
+
+async def test_a_frame_just_under_daphnes_limit_is_refused_in_words_and_given_back_whole(
+    owner, open_tab
+):
+    session = await db_async(make_session)(owner, model="local")
+    _, tab = await open_tab(owner, session)
+    typed = '<"quoted"> & ' * 69_000  # 897,000 characters: HTML-escaped, 2.8 MB
+    frame = json.dumps({"message": typed})
+    assert 1_000_000 < len(frame.encode()) <= 1_048_576  # daphne takes it; agentweb must refuse
+    await tab.ws.send_to(text_data=frame)
+    frames = [await tab.until("Message too long")]
+    while given_back(frames) != typed:
+        frames.append(await tab.receive())
+    assert "Message too long: the limit is 100,000 characters." in frames[0]
+    assert all(len(f.encode()) <= 1_000_000 for f in frames)  # each one daphne will send
+    assert len(frames) > 3
+    assert not await db_async(Entry.objects.filter(session=session).exists)()
+
+
+async def test_the_longest_message_is_taken_however_json_escapes_it(owner, open_tab):
+    session = await db_async(make_session)(owner, model="local")
+    _, tab = await open_tab(owner, session)
+    typed = "\x01" * 99_999 + "?"  # 100,000 characters, six bytes each as JSON writes them
+    await tab.ws.send_to(text_data=json.dumps({"message": typed}))
+    async with asyncio.timeout(10):
+        while not await db_async(Entry.objects.filter(session=session, role="user").exists)():
+            await asyncio.sleep(0.05)
+    stored = await db_async(Entry.objects.get)(session=session, role="user")
+    assert stored.content[0]["text"] == typed

@@ -240,6 +240,20 @@ def composer_text(text: str) -> str:
     return render_to_string(f"{PAGE}#composer_text", {"text": text, "oob": True})
 
 
+def composer_text_pieces(text: str) -> list[str]:
+    """`composer_text(text)` as pushes that each fit in a message to the tab: the box holding
+    the first piece, then each next piece appended to it (nothing typed is lost, however long:
+    a piece's characters, escaped, are at most six bytes each)."""
+    size = (pushes.LIMIT - 1_000) // 6
+    pieces = [text[at : at + size] for at in range(0, len(text), size)] or [""]
+    more = [format_html(GIVEN_BACK_MORE, piece) for piece in pieces[1:]]
+    return [composer_text(pieces[0]), *more]
+
+
+# More of a long text given back, appended to the message box the first piece replaced.
+GIVEN_BACK_MORE = '<textarea id="message" hx-swap-oob="beforeend">{}</textarea>'
+
+
 def review(reply: Entry, document: str) -> str:
     """B14: the generated handoff document, editable, before the switch."""
     return render_to_string(f"{PAGE}#review", {"reply": reply, "document": document, "oob": True})
