@@ -60,13 +60,19 @@ def purge(owner: User | None = None) -> int:
     that died left half made); how many sessions. A large session's entries go a batch per
     transaction, so no other user waits on the purge."""
     expired = ChatSession.objects.filter(
-        Q(deleted_at__lt=_oldest_restorable())
-        | Q(building=True, created_at__lt=building.abandoned_before())
+        Q(deleted_at__lt=_oldest_restorable()) | building.abandoned()
     )
-    if owner is not None:
-        expired = expired.filter(owner=owner)
+    return _purged(expired if owner is None else expired.filter(owner=owner))
+
+
+def purge_abandoned() -> int:
+    """At start-up: the forks and imports a stopped process left half made, whoever's."""
+    return _purged(ChatSession.objects.filter(building.abandoned()))
+
+
+def _purged(sessions: QuerySet[ChatSession]) -> int:
     purged = 0
-    for session_id in expired.values_list("pk", flat=True):
+    for session_id in sessions.values_list("pk", flat=True):
         building.delete_entries(session_id)
         purged += ChatSession.objects.filter(pk=session_id).delete()[1].get("chat.ChatSession", 0)
     return purged

@@ -4,17 +4,22 @@ being made is out of sight, forks are capped, and one is made at a time."""
 
 from __future__ import annotations
 
+import io
 import json
 import threading
 import time
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.db import connection
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from sessions import care, generation, session_file
-from sessions.models import ChatSession, Entry
+from sessions.models import BranchRefused, ChatSession, Entry
 
 from .conftest import db_async, linear_session, make_session
 from .fake_anthropic import Reply
@@ -179,3 +184,77 @@ def test_a_fork_a_dead_process_left_half_made_is_purged(owner):
     ChatSession.objects.filter(pk=stale.pk).update(created_at=stale.created_at.replace(year=2020))
     assert care.purge(owner) == 1
     assert list(ChatSession.objects.values_list("pk", flat=True)) == [session.pk]
+
+
+def left_half_made(owner, *, lease_ended: bool) -> ChatSession:
+    """A fork being copied by a process: still renewing its lease, or stopped (its lease ran
+    out a moment ago)."""
+    lease = timezone.now() + timedelta(seconds=-1 if lease_ended else 60)
+    return ChatSession.objects.create(
+        owner=owner, model="m", building=True, generation_lease_until=lease
+    )
+
+
+def test_a_fork_a_stopped_process_left_stands_in_no_ones_way_once_its_lease_runs_out(owner):
+    session = make_session(owner, exchanges=1)
+    left = left_half_made(owner, lease_ended=True)
+    client = Client()
+    client.force_login(owner)
+    response = client.post(reverse("chat:fork", args=[session.pk]), {"entry": session.leaf_id})
+    assert response.status_code == 302  # forked at once: not "still being made" for an hour
+    assert ChatSession.objects.filter(forked_from_id=session.leaf_id, building=False).exists()
+    client.get("/")  # the owner's list purges what was left
+    assert not ChatSession.objects.filter(pk=left.pk).exists()
+
+
+def test_a_fork_still_being_copied_keeps_its_place(owner):
+    session = make_session(owner, exchanges=1)
+    copying = left_half_made(owner, lease_ended=False)
+    with pytest.raises(BranchRefused, match="A fork of yours is still being made"):
+        session.fork(session.leaf_id or 0)
+    assert care.purge(owner) == 0
+    assert ChatSession.objects.filter(pk=copying.pk).exists()
+
+
+def test_a_fork_copied_in_batches_renews_its_lease_as_it_goes(owner, batches_of_200):
+    session = long_session(owner, 1_000)
+    fork = InAThread(session)
+    fork.start_and_wait_until_copying()
+    leases = set()
+    while fork.still_copying():
+        leases |= set(
+            ChatSession.objects.filter(building=True).values_list(
+                "generation_lease_until", flat=True
+            )
+        )
+        time.sleep(0.01)
+    fork.thread.join()
+    assert fork.error is None
+    assert len(leases - {None}) >= 3  # taken, then renewed batch after batch
+    assert all(lease > timezone.now() for lease in leases - {None})
+
+
+def test_start_up_removes_the_forks_a_stopped_process_left(owner):
+    left = left_half_made(owner, lease_ended=True)
+    copying = left_half_made(owner, lease_ended=False)
+    out = io.StringIO()
+    call_command("recover_generations", stdout=out)
+    assert "1 fork(s) or import(s) left half made were removed." in out.getvalue()
+    assert list(ChatSession.objects.values_list("pk", flat=True)) == [copying.pk]
+    assert left.pk != copying.pk
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="PostgreSQL's limit of 65,535 parameters a statement; Django reads SQLite in batches",
+)
+def test_a_fork_of_99000_entries_is_made_and_opens(owner):
+    session = linear_session(owner, [f"step {i}" for i in range(99_000)])
+    client = Client()
+    client.force_login(owner)
+    response = client.post(reverse("chat:fork", args=[session.pk]), {"entry": session.leaf_id})
+    assert response.status_code == 302
+    fork = ChatSession.objects.get(forked_from_id=session.leaf_id)
+    assert Entry.objects.filter(session=fork).count() == 99_000
+    page = client.get(fork.get_absolute_url())
+    assert page.status_code == 200 and "step 98999" in page.content.decode()

@@ -17,15 +17,22 @@ from typing import TypeVar
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import F, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from .entry import Entry
 
 Row = TypeVar("Row")
 SQLITE_PAUSE = 0.12  # seconds between two transactions on SQLite
-# A session still building after this long was left by a process that died: it is purged.
+# A session being built holds a lease, renewed at each batch (in its claim's lease column):
+# one whose lease ran out was left by a process that stopped. It no longer stands in the way
+# of its owner's next fork, and is purged (at the next look at the owner's list, and at
+# start-up). A session made before leases counts as left after an hour.
+LEASE = timedelta(seconds=60)
 ABANDONED_AFTER = timedelta(hours=1)
+# Rows an UPDATE of `bulk_update` sets: each is a CASE of one branch a row, which the database
+# walks for every row it updates.
+UPDATE_BATCH = 100
 
 
 def batch_size() -> int:
@@ -38,45 +45,78 @@ def pause() -> None:
         time.sleep(SQLITE_PAUSE)
 
 
-def in_batches(rows: Sequence[Row], write: Callable[[Sequence[Row]], object]) -> None:
-    """`write` each batch of `rows` in a transaction of its own, pausing between them."""
+def in_batches(
+    rows: Sequence[Row], write: Callable[[Sequence[Row]], object], *, building: int = 0
+) -> None:
+    """`write` each batch of `rows` in a transaction of its own, pausing between them; each
+    renews the lease of the session `building`, when given."""
     size = batch_size()
     for start in range(0, len(rows), size):
         if start:
             pause()
         with transaction.atomic():
             write(rows[start : start + size])
+            if building:
+                renew(building)
 
 
-def copy_entries(originals: Sequence[Entry], session_id: int) -> list[Entry]:
-    """Copies of a branch's entries (root first) in session `session_id`, with their parents
-    and a marker's references pointing at the copies."""
+def lease() -> datetime:
+    """Where a building session's lease ends, taken or renewed now."""
+    return timezone.now() + LEASE
+
+
+def renew(session_id: int) -> None:
+    from .session import ChatSession  # the session's own module builds through this one
+
+    ChatSession.objects.filter(pk=session_id, building=True).update(generation_lease_until=lease())
+
+
+def abandoned() -> Q:
+    """The sessions a process that stopped left half built: their lease ran out."""
+    now = timezone.now()
+    return Q(building=True) & (
+        Q(generation_lease_until__lt=now)
+        | Q(generation_lease_until__isnull=True, created_at__lt=now - ABANDONED_AFTER)
+    )
+
+
+def copy_entries(branch: Sequence[Entry], session_id: int) -> list[Entry]:
+    """Copies of a branch's entries (root first, each the parent of the next) in session
+    `session_id`, which holds no other entry: each copy's parent is the copy before it, and a
+    marker's references point at the copies."""
     new_id: dict[int, int] = {}
     copies: list[Entry] = []
 
     def copy(chunk: Sequence[Entry]) -> None:
         made = Entry.objects.bulk_create([entry.copy_to(session_id) for entry in chunk])
+        # Each copy's parent is the session's entry just before it (made in branch order, in a
+        # session of its own): one statement a batch, where a CASE a row was minutes of work.
+        before = Entry.objects.filter(session_id=session_id, pk__lt=OuterRef("pk"))
+        latest = before.order_by("-pk").values("pk")[:1]
+        Entry.objects.filter(pk__in=[c.pk for c in made]).update(parent_id=Subquery(latest))
+        for copy in made:
+            copy.parent_id = copies[-1].pk if copies else None
+            copies.append(copy)
         new_id.update((old.pk, copy.pk) for old, copy in zip(chunk, made, strict=True))
-        for old, copy in zip(chunk, made, strict=True):
-            copy.parent_id = new_id.get(old.parent_id) if old.parent_id else None
-            _point_references(copy, new_id)
-        Entry.objects.bulk_update(made, ["parent", "data"])
-        copies.extend(made)
+        pointing = [copy for copy in made if _point_references(copy, new_id)]
+        Entry.objects.bulk_update(pointing, ["data"], batch_size=UPDATE_BATCH)
 
-    in_batches(originals, copy)
+    in_batches(branch, copy, building=session_id)
     return copies
 
 
-def _point_references(copy: Entry, new_id: dict[int, int]) -> None:
+def _point_references(copy: Entry, new_id: dict[int, int]) -> bool:
     """A marker's references to entries (a compaction's first kept one) follow the copy; a
-    message's details are its own, whatever they hold."""
+    message's details are its own, whatever they hold. Whether the copy has references."""
     refs = copy.data.get("refs")
-    if copy.kind not in (Entry.Kind.MESSAGE, Entry.Kind.CUSTOM_MESSAGE) and isinstance(refs, dict):
-        copy.data["refs"] = {
-            name: new_id[target]
-            for name, target in refs.items()
-            if isinstance(target, int) and target in new_id
-        }
+    if copy.kind in (Entry.Kind.MESSAGE, Entry.Kind.CUSTOM_MESSAGE) or not isinstance(refs, dict):
+        return False
+    copy.data["refs"] = {
+        name: new_id[target]
+        for name, target in refs.items()
+        if isinstance(target, int) and target in new_id
+    }
+    return True
 
 
 def delete_entries(session_id: int) -> None:
@@ -91,7 +131,3 @@ def delete_entries(session_id: int) -> None:
         first = False
         with transaction.atomic():
             Entry.objects.filter(pk__in=ids).delete()
-
-
-def abandoned_before() -> datetime:
-    return timezone.now() - ABANDONED_AFTER

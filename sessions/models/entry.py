@@ -15,6 +15,9 @@ from ..items import entry_items
 from ..shapes import part, texts
 
 
+IN_ORDER_BATCH = 10_000  # ids a query of `Entry.in_order`
+
+
 class Entry(models.Model):
     Kind = Kind
     Role = Role
@@ -105,8 +108,11 @@ class Entry(models.Model):
 
     @classmethod
     def in_order(cls, ids: Sequence[int]) -> list[Entry]:
-        """These entries, in this order (one query)."""
-        found = cls.objects.in_bulk(ids)
+        """These entries, in this order: a query for each IN_ORDER_BATCH of them (a statement
+        holds at most 65,535 parameters on PostgreSQL, and a branch up to 100,000 entries)."""
+        found: dict[int, Entry] = {}
+        for start in range(0, len(ids), IN_ORDER_BATCH):
+            found.update(cls.objects.in_bulk(ids[start : start + IN_ORDER_BATCH]))
         return [found[entry_id] for entry_id in ids if entry_id in found]
 
     def copy_to(self, session_id: int) -> Entry:

@@ -262,7 +262,7 @@ class ChatSession(models.Model):
                 f"A fork holds at most {most:,} entries; this branch has {len(path):,}."
             )
         mine = ChatSession.objects.filter(owner_id=self.owner_id, building=True)
-        if mine.filter(created_at__gte=building.abandoned_before()).exists():
+        if mine.exclude(building.abandoned()).exists():
             raise BranchRefused(refusals.FORK_UNDER_WAY)
         originals = Entry.in_order(path)
         new = ChatSession.objects.create(
@@ -275,6 +275,7 @@ class ChatSession(models.Model):
             context_tokens=context_tokens(originals),
             thinking_level=level_on(originals),
             building=True,
+            generation_lease_until=building.lease(),
         )
         try:
             copies = building.copy_entries(originals, new.pk)

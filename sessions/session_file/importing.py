@@ -43,6 +43,7 @@ def import_jsonl(owner: User, lines: list[str]) -> ChatSession:
         title=plain_line(str(header.get("title") or ""))[:200],
         created_at=_timestamp(header),
         building=True,
+        generation_lease_until=building.lease(),
     )
     try:
         _write(session, header, lines, rows, parents)
@@ -85,13 +86,15 @@ def _write(
         )
         created.extend(made)
 
-    building.in_batches(range(len(pending)), write)
+    building.in_batches(range(len(pending)), write, building=session.pk)
     later = []
     for (_, parent_key), entry in zip(parents, created, strict=True):
         if parent_key is not None and entry.parent_id is None:
             entry.parent = by_key[parent_key]
             later.append(entry)
-    building.in_batches(later, lambda batch: Entry.objects.bulk_update(batch, ["parent"]))
+    building.in_batches(
+        later, lambda batch: Entry.objects.bulk_update(batch, ["parent"]), building=session.pk
+    )
     _resolve_references(created, by_key, [key for key, _ in parents])
     leaf = created[-1] if created else None
     branch = store.branch_ending_at(leaf.pk if leaf else None, created)
