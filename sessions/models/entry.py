@@ -14,7 +14,6 @@ from ..context import entry_parts, in_context
 from ..items import entry_items
 from ..shapes import part, texts
 
-
 IN_ORDER_BATCH = 10_000  # ids a query of `Entry.in_order`
 
 
