@@ -249,9 +249,10 @@ WHITENOISE_AUTOREFRESH = DEBUG
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
     "loggers": {
-        "sessions": {"handlers": ["console"], "level": env_str("AGENTWEB_LOG_LEVEL", "INFO")},
+        # Written by the root logger's handler (daphne's: a line each, with the time), not by a
+        # handler of its own as well (each line twice).
+        "sessions": {"level": env_str("AGENTWEB_LOG_LEVEL", "INFO")},
         # The SDK's HTTP client says each model request at INFO, a line per prompt in daphne's
         # log (which sets the root logger to INFO); its warnings and errors still show.
         "httpx2": {"level": "WARNING"},

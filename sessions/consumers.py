@@ -338,12 +338,6 @@ def _opening(login: str, user: User, session_id: int) -> tuple[bool, ChatSession
     return sign_ins.holds(login, user.pk), store.owned_session(user, session_id)
 
 
-def _standing(login: str, user_id: int, session_id: int) -> tuple[bool, str | None]:
-    """Whether the sign-in holds, and the channel of the session's generation ("" when none
-    runs; None when the session is not kept): one statement."""
-    return sign_ins.holds_beside(login, user_id, session_id)
-
-
 CATCH_UP_LIMIT = 200
 CATCH_UP_PAGE = 50
 TOO_FAST = "Too many messages at once: wait a moment, then send again."

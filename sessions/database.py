@@ -35,17 +35,23 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, ParamSpec, TypeVar
 
 from channels.db import database_sync_to_async
-from django.db import DEFAULT_DB_ALIAS, OperationalError, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections, transaction
 
 from agentweb.postgresql import on_the_loop
 
 P = ParamSpec("P")
 R = TypeVar("R")
+log = logging.getLogger(__name__)
+
+# What a database that does not answer raises (stopped, restarting, out of reach, locked).
+NOT_ANSWERING = (OperationalError, InterfaceError)
+FIRST_RETRY, LAST_RETRY = 0.25, 4.0  # seconds before trying again: doubled each time, to 4 s
 
 _LOCKED = object()  # the write lock was another connection's: the call did not run
 # The loop's connection lives in a context of its own (Django keeps a connection per context
@@ -151,3 +157,29 @@ def close_connections() -> None:
     if context is not None:
         context.run(connections.close_all)
     on_the_loop.close_all()
+
+
+async def until_it_answers(
+    call: Callable[[], Awaitable[R]],
+    *,
+    waiting: Callable[[], Awaitable[None]] | None = None,
+    going_on: Callable[[], bool] = lambda: True,
+) -> R:
+    """`call()`, made again, each time a little later, until the database answers: a write
+    that must not be lost (a reply's final save, the release of a claim) waits out an outage,
+    what it writes held in memory meanwhile. `waiting()` is awaited once, at the first failure
+    (the tabs say "Saving…"); when `going_on()` says no more (the claim was lost), the last
+    error is raised."""
+    delay, told = FIRST_RETRY, False
+    while True:
+        try:
+            return await call()
+        except NOT_ANSWERING as error:
+            if not going_on():
+                raise
+            log.warning("the database did not answer (%s): trying again in %.2f s", error, delay)
+            if waiting is not None and not told:
+                told = True
+                await waiting()
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, LAST_RETRY)

@@ -11,7 +11,9 @@ from django.utils import timezone
 
 from sessions import generation
 from sessions.generation import claims
+from sessions.generation.events import StatusShown
 from sessions.models import ChatSession, Entry
+from sessions.partials.events import render
 
 from .conftest import FAKE_MODEL, db_async, make_session
 from .fake_anthropic import Reply
@@ -259,3 +261,41 @@ def test_starting_a_single_process_server_keeps_the_replies_that_were_streaming(
     assert Entry.objects.filter(session=session).order_by("id").last().text == "Interrupted here"
     page_state = ChatSession.objects.get(pk=session.pk)
     assert page_state.was_interrupted and page_state.partial_text == ""
+
+
+def test_a_live_process_takes_back_its_own_claim_whose_job_died_at_once(owner):
+    # Its lease still has time left: no other process could take it over yet.
+    session = crashed_session(owner, lease_left=10)
+    ChatSession.objects.filter(pk=session.pk).update(partial_text="Streamed before it died")
+    assert not claims.take_back(session.pk, "another generation")  # only its own
+    assert claims.take_back(session.pk, "dead")
+    *_, kept, note = Entry.objects.filter(session=session).order_by("id")
+    assert (kept.text, kept.status, note.custom_type) == (
+        "Streamed before it died",
+        "aborted",
+        "interrupted",
+    )
+    assert ChatSession.objects.get(pk=session.pk).generation_id == ""
+
+
+@pytest.mark.asyncio
+async def test_a_job_that_dies_is_said_in_the_log_and_leaves_no_claim(
+    owner, fake_anthropic, open_tab, caplog
+):
+    def broken(event):  # a fault in showing the job's last status line, after its turns
+        if isinstance(event, StatusShown) and not event.line.generating:
+            raise RuntimeError("a fault no handler catches")
+        return render(event)
+
+    fake_anthropic.enqueue(Reply.text("Answered."), Reply.text("Again."))
+    session = await db_async(make_session)(owner, exchanges=1)
+    await generation.submit(session, "Go", broken)
+    await generation.wait_idle()
+    assert "died" in caplog.text and "a fault no handler catches" in caplog.text
+    assert "never retrieved" not in caplog.text
+    state = await db_async(ChatSession.objects.get)(pk=session.pk)
+    assert state.generation_id == ""
+    # The session goes on.
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Once more")
+    await tab.until("Again.")

@@ -19,7 +19,7 @@ from django.conf import settings
 
 from .. import handoff, thinking
 from ..context import ASSISTANT
-from ..database import short
+from ..database import NOT_ANSWERING, short, until_it_answers
 from ..models import ChatSession, Entry
 from ..providers import Provider, ProviderError, StreamEnd, TextDelta, ThinkingDelta, ToolCall
 from ..store import siblings
@@ -210,16 +210,41 @@ class Streamer:
         if status == Entry.Status.COMPLETE:  # why it ended, as the reference agent records it
             fields["data"]["message"] = {"stopReason": STOP_REASONS.get(reply.stop_reason, "stop")}
         await self.settle_partial()
-        if not self.keep:  # the claim was lost: whoever took over keeps the saved partial
+        entry = None if not self.keep else await self.saved(session, reply, beside_others, fields)
+        if entry is None:  # the claim was lost: whoever took over keeps the saved partial
             await self.emit("message_end", role=Entry.Role.ASSISTANT, purpose=purpose)
             return reply, Entry(kind=Entry.Kind.MESSAGE, role=Entry.Role.ASSISTANT, **fields)
-        save = short(_save_reply)(session, reply.content(), beside_others, fields)
-        entry = await asyncio.shield(save)  # the final save happens even when cancelled
         self.remember(entry)
         await self.emit("message_end", role=Entry.Role.ASSISTANT, entry=entry, purpose=purpose)
         if streamed.cancelled_from_outside:
             raise asyncio.CancelledError
         return reply, entry
+
+    async def saved(
+        self, session: ChatSession, reply: Reply, beside_others: bool, fields: dict[str, Any]
+    ) -> Entry | None:
+        """The reply's final save, made even when the turn is cancelled, and made again until
+        the database answers (the tabs say "Saving…" meanwhile; the reply waits in memory), as
+        long as the claim is this process's. None: the claim was lost first."""
+        waited = False
+
+        async def waiting() -> None:
+            nonlocal waited
+            waited = True
+            await self.emit("saving", role=Entry.Role.ASSISTANT, purpose=self.purpose)
+
+        def save() -> Awaitable[Entry]:
+            return short(_save_reply)(session, reply.content(), beside_others, fields)
+
+        saving = until_it_answers(save, waiting=waiting, going_on=lambda: self.keep)
+        try:
+            entry = await asyncio.shield(saving)
+        except NOT_ANSWERING:
+            log.warning("session %s: the reply was not saved: the claim was lost", session.pk)
+            return None
+        if waited:
+            await self.emit("saved", role=Entry.Role.ASSISTANT, purpose=self.purpose)
+        return entry
 
     async def stream(
         self,
@@ -304,10 +329,14 @@ class Streamer:
             self._more.clear()
             if reply.length > self._saved_chars and self.keep:
                 text = reply.text
-                self._saved_chars = len(text)
                 # Shielded: a save that has begun ends, and `settle_partial` waits for it.
                 self._saving = asyncio.ensure_future(save(text, self.purpose, self.provider.model))
-                await asyncio.shield(self._saving)
+                try:
+                    await asyncio.shield(self._saving)
+                except NOT_ANSWERING as error:  # the next save tries again; the final one waits
+                    log.warning("session %s: a partial save failed: %s", session.pk, error)
+                    continue
+                self._saved_chars = len(text)
 
     async def settle_partial(self) -> None:
         """Stop saving the reply as it streams, and wait for a save under way (on a thread it

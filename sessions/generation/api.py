@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import uuid
 from collections.abc import Callable
@@ -19,11 +20,11 @@ from django.db import IntegrityError
 from .. import tabs, titles
 from ..agent import AgentSession
 from ..agent.handoff_run import switch_failed
-from ..database import short
+from ..database import short, until_it_answers
 from ..models import ChatSession, Entry
 from ..sign_ins import Held
 from .caps import over_a_cap
-from .claims import claim, claim_of, expire
+from .claims import claim, claim_of, expire, take_back
 from .events import Render
 from .job import RUNNING, Job
 from .turns import Submitted, begin_branch, queue_prompt
@@ -34,6 +35,7 @@ BUSY = "A handoff or reply is already running in this session: wait for it or ca
 USED = "That handoff document can no longer be used: it already started a session."
 LEASE_MARGIN = 0.2  # seconds past a lease's end before its claim counts as left
 WATCHING: dict[int, asyncio.Task[None]] = {}  # the watched claims of this process, by session
+TAKING_BACK: set[asyncio.Future[None]] = set()  # claims of jobs that died, being taken back
 
 
 async def start(
@@ -218,4 +220,27 @@ async def _new_generation() -> tuple[str, str]:
 def _launch(job: Job, handoff_focus: str | None = None) -> None:
     task = asyncio.create_task(job.run(handoff_focus))
     RUNNING[job.generation_id] = task
-    task.add_done_callback(lambda _: RUNNING.pop(job.generation_id, None))
+    task.add_done_callback(functools.partial(_ended, job))
+
+
+def _ended(job: Job, task: asyncio.Task[None]) -> None:
+    """A job's end. One that died (a fault its own handling did not catch) is said in the log,
+    and this process takes its claim back at once, as a dead process's would be once its lease
+    ran out: the reply kept as interrupted, and the prompts queued behind it sent."""
+    RUNNING.pop(job.generation_id, None)
+    if task.cancelled() or task.exception() is None:
+        return
+    log.error("generation %s died", job.generation_id, exc_info=task.exception())
+    taking = asyncio.ensure_future(_take_back(job.session_id, job.generation_id, job.relay.render))
+    TAKING_BACK.add(taking)
+    taking.add_done_callback(TAKING_BACK.discard)
+
+
+async def _take_back(session_id: int, generation_id: str, render: Render) -> None:
+    took = await until_it_answers(
+        lambda: database_sync_to_async(take_back)(session_id, generation_id)
+    )
+    if took:
+        await tabs.resync(session_id)
+        session = await database_sync_to_async(ChatSession.objects.get)(pk=session_id)
+        await start_if_queued(session, render)

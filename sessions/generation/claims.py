@@ -236,6 +236,20 @@ def expire(session_id: int) -> bool:
     return True
 
 
+def take_back(session_id: int, generation_id: str) -> bool:
+    """End the claim of this process's generation `generation_id`, whose job died, as a dead
+    process's is ended (`expire`); False if it no longer holds it."""
+    with transaction.atomic():
+        held = ChatSession.objects.select_for_update().filter(
+            pk=session_id, generation_id=generation_id
+        )
+        if not held.exists():
+            return False
+        record_interruption(session_id)
+        held.update(**UNCLAIMED)
+    return True
+
+
 def set_kind(session_id: int, generation_id: str, kind: str) -> None:
     """The claim's generation is now of another kind (an automatic handoff before a prompt)."""
     ChatSession.objects.filter(pk=session_id, generation_id=generation_id).update(

@@ -9,6 +9,7 @@ process reaches it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 
 from channels.db import database_sync_to_async
@@ -22,7 +23,7 @@ from ..agent import (
     HandoffResult,
     NothingToHandOff,
 )
-from ..database import short
+from ..database import short, until_it_answers
 from ..models import ChatSession, Entry
 from .claims import leases, set_kind
 from .events import (
@@ -44,6 +45,9 @@ log = logging.getLogger(__name__)
 FAILED = (
     "agentweb failed while answering (the server's log has the error): your message is kept in "
     "the session; send it again to retry."
+)
+SAVING = (
+    "Saving… the database is not answering: the reply is kept here and saved as soon as it answers."
 )
 ENDED = Notice("", "info")  # an empty notice: the one the tabs show has ended
 RUNNING: dict[str, asyncio.Task[None]] = {}  # strong references: running jobs of this process
@@ -106,9 +110,13 @@ class Job:
         while not self.lost:
             turn, self.turn = self.turn, None
             if turn is None:
-                turn = await short(next_turn)(
-                    self.agent.session, self.generation_id, auto_handoff=not declined
+                decided = functools.partial(
+                    short(next_turn),
+                    self.agent.session,
+                    self.generation_id,
+                    auto_handoff=not declined,
                 )
+                turn = await until_it_answers(decided)  # what comes next is never left undecided
             if turn.handoff:
                 outcome = await self.run_auto_handoff()
                 if outcome == "review":  # the prompt waits for the reviewed switch
@@ -136,8 +144,9 @@ class Job:
         if not self.lost:
             self.agent.keep_context()
         closing = self.closing_status  # released by the last turn
-        if closing is None:
-            closing = await short(release_and_status)(self.session_id, self.generation_id)
+        if closing is None:  # released in every outcome, once the database answers
+            release = short(release_and_status)
+            closing = await until_it_answers(lambda: release(self.session_id, self.generation_id))
         await self.relay.show_status(closing)
 
     async def run_handoff(self, focus: str) -> str:
@@ -218,6 +227,10 @@ class Job:
             await relay.start_reply(Live("", event.purpose, event.stage))
         elif event.type == "message_end" and event.entry is None:  # a call that left nothing
             await relay.end_reply()
+        elif event.type == "saving":  # the database does not answer: the reply waits for it
+            await relay.notify(Notice(SAVING, "warning"))
+        elif event.type == "saved":
+            await relay.notify(ENDED)
         elif event.type == "tool_end" and event.entry is not None and event.caller is not None:
             answered = ToolAnswered(self.agent.session, event.caller, event.entry)
             await relay.publish(answered, entry_id=event.entry.pk)

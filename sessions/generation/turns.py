@@ -17,18 +17,16 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
-from .. import mentions, status, store, todos, usage
+from .. import mentions, prompting, status, store, todos, usage
 from ..agent.session import TurnStart, turn_start
 from ..models import (
     ChatSession,
     Entry,
     PendingPrompt,
     Preferences,
-    PromptTemplate,
     Refused,
     appending,
 )
-from ..models.prompts import CALL
 from ..models.refusals import BUSY_BRANCHING
 from ..models.session import UNCLAIMED
 from ..providers import catalog
@@ -97,7 +95,7 @@ def queue_prompt(
     if held is None and stopped():
         return Submitted(unchecked=True), None
     try:
-        text = as_sent(session, text)
+        text = prompting.as_sent(session, text)
     except Refused as refused:
         if held is not None and stopped():
             return Submitted(unchecked=True), None
@@ -105,7 +103,7 @@ def queue_prompt(
     # The common case in one statement: the session free, its owner under the cap (and, with
     # `held`, the frame's check).
     taking = CLAIMED_IF_FREE if held is None else CLAIMED_IF_FREE_AND_HELD
-    if _stored_as_typed(session, text):
+    if all(n == session.pk for n in mentions.ids_in(text)):  # nothing to read for it first
         claimed, turn = _claimed_and_begun(taking, session, text, generation_id, channel, held)
         if claimed is not None and turn is not None:
             return Submitted(), (claimed, turn)
@@ -166,23 +164,6 @@ def first_turn(
         PendingPrompt.objects.create(session_id=session.pk, text=text)
         return next_turn(session, generation_id, auto_handoff=True)
     return _begin(session, text, reread=False, queued=0)
-
-
-def as_sent(session: ChatSession, text: str) -> str:
-    """A prompt as it is stored and sent: its prompt template filled in, within the longest
-    message agentweb takes, and each session it mentions one of the owner's, wherever the
-    mention came from (typed, a template's body, an edit). `Refused` with the reason."""
-    if CALL.match(text):
-        text = PromptTemplate.expand(session.owner_id, text)
-    if refusal := mentions.refusal(session, text):
-        raise Refused(refusal)
-    return text
-
-
-def _stored_as_typed(session: ChatSession, text: str) -> bool:
-    """Whether a prompt is stored with nothing read for it first: it mentions no other
-    session."""
-    return all(n == session.pk for n in mentions.ids_in(text))
 
 
 def _claimed_and_begun(
@@ -376,7 +357,7 @@ def begin_branch(
     if refusal:
         return refusal
     try:
-        text = None if text is None else as_sent(session, text)
+        text = None if text is None else prompting.as_sent(session, text)
     except Refused as refused:
         return str(refused)
     target = Entry.objects.filter(pk=entry_id, session_id=session.pk).first()

@@ -46,29 +46,26 @@ def pause() -> None:
 
 
 def in_batches(
-    rows: Sequence[Row], write: Callable[[Sequence[Row]], object], *, building: int = 0
+    rows: Sequence[Row],
+    write: Callable[[Sequence[Row]], object],
+    *,
+    each: Callable[[], object] | None = None,
 ) -> None:
-    """`write` each batch of `rows` in a transaction of its own, pausing between them; each
-    renews the lease of the session `building`, when given."""
+    """`write` each batch of `rows` in a transaction of its own, pausing between them; `each`
+    after every batch, in its transaction (a building session's lease renewed)."""
     size = batch_size()
     for start in range(0, len(rows), size):
         if start:
             pause()
         with transaction.atomic():
             write(rows[start : start + size])
-            if building:
-                renew(building)
+            if each is not None:
+                each()
 
 
 def lease() -> datetime:
     """Where a building session's lease ends, taken or renewed now."""
     return timezone.now() + LEASE
-
-
-def renew(session_id: int) -> None:
-    from .session import ChatSession  # the session's own module builds through this one
-
-    ChatSession.objects.filter(pk=session_id, building=True).update(generation_lease_until=lease())
 
 
 def abandoned() -> Q:
@@ -80,10 +77,12 @@ def abandoned() -> Q:
     )
 
 
-def copy_entries(branch: Sequence[Entry], session_id: int) -> list[Entry]:
+def copy_entries(
+    branch: Sequence[Entry], session_id: int, renew: Callable[[], object]
+) -> list[Entry]:
     """Copies of a branch's entries (root first, each the parent of the next) in session
     `session_id`, which holds no other entry: each copy's parent is the copy before it, and a
-    marker's references point at the copies."""
+    marker's references point at the copies. `renew` the session's lease at each batch."""
     new_id: dict[int, int] = {}
     copies: list[Entry] = []
 
@@ -101,7 +100,7 @@ def copy_entries(branch: Sequence[Entry], session_id: int) -> list[Entry]:
         pointing = [copy for copy in made if _point_references(copy, new_id)]
         Entry.objects.bulk_update(pointing, ["data"], batch_size=UPDATE_BATCH)
 
-    in_batches(branch, copy, building=session_id)
+    in_batches(branch, copy, each=renew)
     return copies
 
 

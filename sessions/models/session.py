@@ -278,7 +278,7 @@ class ChatSession(models.Model):
             generation_lease_until=building.lease(),
         )
         try:
-            copies = building.copy_entries(originals, new.pk)
+            copies = building.copy_entries(originals, new.pk, new.renew_building)
         except BaseException:
             building.delete_entries(new.pk)
             new.delete()
@@ -287,6 +287,13 @@ class ChatSession(models.Model):
         ChatSession.objects.filter(pk=new.pk).update(leaf_id=leaf_id, building=False)
         new.refresh_from_db()
         return new
+
+    def renew_building(self) -> None:
+        """Renew the lease of this session's building (a fork, an import), which says its
+        process is still at it (`building`)."""
+        ChatSession.objects.filter(pk=self.pk, building=True).update(
+            generation_lease_until=building.lease()
+        )
 
     def hand_off(
         self, *, from_entry: Entry, seed: Sequence[dict[str, Any]], generation_id: str = ""

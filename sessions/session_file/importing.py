@@ -86,14 +86,16 @@ def _write(
         )
         created.extend(made)
 
-    building.in_batches(range(len(pending)), write, building=session.pk)
+    building.in_batches(range(len(pending)), write, each=session.renew_building)
     later = []
     for (_, parent_key), entry in zip(parents, created, strict=True):
         if parent_key is not None and entry.parent_id is None:
             entry.parent = by_key[parent_key]
             later.append(entry)
     building.in_batches(
-        later, lambda batch: Entry.objects.bulk_update(batch, ["parent"]), building=session.pk
+        later,
+        lambda batch: Entry.objects.bulk_update(batch, ["parent"]),
+        each=session.renew_building,
     )
     _resolve_references(created, by_key, [key for key, _ in parents])
     leaf = created[-1] if created else None
