@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import signal
 import socket
@@ -18,6 +19,7 @@ from django.conf import settings
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
+FAULT = re.compile(r" (ERROR|CRITICAL) |^Traceback |never retrieved")
 
 
 def free_port() -> int:
@@ -121,6 +123,7 @@ class Daphne:
         self.process.wait(10)
 
     def stop(self) -> None:
+        """Stop it; its log must hold no fault (`faults`): a day's log has none."""
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -128,6 +131,15 @@ class Daphne:
             except subprocess.TimeoutExpired:
                 self.kill()
         self.log.close()
+        if faults := self.faults():
+            raise AssertionError(f"{self.name}'s log has faults:\n" + "\n".join(faults[:20]))
+
+    def faults(self) -> list[str]:
+        """The lines of its log that say something went wrong unhandled: an ERROR (daphne's
+        "Exception inside application" among them), a traceback, an exception no one
+        retrieved."""
+        text = (ARTIFACTS / f"{self.name}.log").read_text(errors="replace")
+        return [line for line in text.splitlines() if FAULT.search(line)]
 
 
 class RedisServer:

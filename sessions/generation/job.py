@@ -96,6 +96,8 @@ class Job:
             if handoff_focus is not None and await self.run_handoff(handoff_focus) == "review":
                 return  # prompts queued meanwhile wait for the reviewed switch (or its discard)
             await self.take_turns()
+        except ChatSession.DoesNotExist:  # deleted for good meanwhile: nothing more to write
+            log.info("generation %s stops: its session is gone", self.generation_id)
         except Exception:
             log.exception("generation %s failed", self.generation_id)
             await self.relay.notify(Notice(FAILED, "error"))
@@ -146,7 +148,12 @@ class Job:
         closing = self.closing_status  # released by the last turn
         if closing is None:  # released in every outcome, once the database answers
             release = short(release_and_status)
-            closing = await until_it_answers(lambda: release(self.session_id, self.generation_id))
+            try:
+                closing = await until_it_answers(
+                    lambda: release(self.session_id, self.generation_id)
+                )
+            except ChatSession.DoesNotExist:
+                return  # gone, and its claim with it
         await self.relay.show_status(closing)
 
     async def run_handoff(self, focus: str) -> str:
