@@ -15,7 +15,6 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from agentweb.interpreter import settle  # noqa: E402
 from agentweb.security import SameOriginValidator  # noqa: E402
-from agentweb.writes import write_at_once  # noqa: E402
 from sessions.providers import warm_up  # noqa: E402
 from sessions.routing import websocket_urlpatterns  # noqa: E402
 
@@ -29,4 +28,3 @@ application = ProtocolTypeRouter(
 warm_up()  # the SDK's import costs about a second: pay it at start-up, not at the first prompt
 get_channel_layer()  # likewise the layer's (redis-py's, with REDIS_URL), before the first socket
 settle()  # the interpreter as a long-running server wants it (agentweb/interpreter.py)
-write_at_once()  # daphne's sockets sent to as asyncio's are (agentweb/writes.py)

@@ -186,7 +186,6 @@ BEING_REWRITTEN = {
     "agentweb.layers.memory": 1,
     "agentweb.postgresql.on_the_loop": 4,
     "agentweb.postgresql.pipeline": 6,
-    "agentweb.writes": 3,
     "sessions.database": 3,
     "sessions.providers.anthropic": 5,
 }

@@ -1,6 +1,5 @@
-"""Daphne's sockets are written to at once, and what a socket cannot take yet waits for it, in
-order (agentweb/writes.py). Every test that talks to a daphne process streams through it; this
-one fills the socket."""
+"""What a tab's socket cannot take yet waits for it, in order, and a tab closed while its
+socket is full is a normal end: daphne's own writes, filled and cut off."""
 
 from __future__ import annotations
 
