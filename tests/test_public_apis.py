@@ -187,7 +187,6 @@ BEING_REWRITTEN = {
     "agentweb.postgresql.on_the_loop": 4,
     "agentweb.postgresql.pipeline": 6,
     "sessions.database": 3,
-    "sessions.providers.anthropic": 5,
 }
 
 

@@ -71,10 +71,9 @@ class AnthropicProvider(Provider):
             # every delta on top. Only text, thinking, tool calls, usage and the stop are kept.
             create = client.messages.with_streaming_response.create
             async with create(**request, stream=True) as response:
-                with _Body(response.http_response) as chunks:
-                    async for name, data in sse.events(chunks):
-                        if (taken := reading.read(name, data, self.spec)) is not None:
-                            yield taken
+                async for name, data in sse.events(response.iter_bytes()):
+                    if (taken := reading.read(name, data, self.spec)) is not None:
+                        yield taken
                 if not reading.stopped:
                     raise ProviderError(
                         "network connection lost: the stream ended before the reply did",
@@ -139,63 +138,6 @@ class AnthropicProvider(Provider):
     def build_client_ahead(self) -> anthropic.AsyncAnthropic:
         """At start-up: the client the first generation will take, built now."""
         return build_client_ahead(**self.client_options)
-
-
-class _Body:
-    """The response body's bytes as they arrive (`with _Body(response) as chunks`).
-
-    With the SDK's aiohttp transport (agentweb's), straight from aiohttp's reader, whose errors
-    `_failure` names: under the SDK's chain of byte and line generators a one-token event cost
-    about 11 µs more to read, on every stream at once (bench/read_paths.py). Any other
-    transport, or an encoded body: through the SDK's chain.
-
-    On aiohttp, the read timeout the SDK set (a stall: nothing at all for that long) is kept
-    without aiohttp's timer a chunk, which it cancels and makes again at every chunk, 6 µs an
-    event with 200 streams at once (bench/read_paths.py). Once the headers are in, a check
-    every quarter of the timeout looks at the bytes read so far, and fails the reader as
-    aiohttp's own timeout does when none came for the whole timeout.
-    """
-
-    CHECKS = 4  # a stall is seen within 1¼ times the timeout
-
-    def __init__(self, response: httpx2.Response) -> None:
-        self.check: asyncio.TimerHandle | None = None
-        self.chunks: AsyncIterator[bytes]
-        stream = getattr(response.stream, "_stream", None)  # httpx2's BoundAsyncStream around it
-        raw = getattr(stream, "_aiohttp_response", None)
-        encoded = response.headers.get("content-encoding", "identity").lower() != "identity"
-        if not isinstance(raw, aiohttp.ClientResponse) or encoded:
-            self.chunks = response.aiter_bytes()
-            return
-        self.chunks = raw.content.iter_any()
-        self.reader = raw.content
-        self.protocol = raw.connection.protocol if raw.connection is not None else None
-        if self.protocol is not None and self.protocol.read_timeout:
-            self.seconds: float = self.protocol.read_timeout
-            self.protocol.read_timeout = None  # aiohttp's timer of the last chunk still runs
-            self.loop = asyncio.get_running_loop()
-            self.seen, self.heard_at = self.reader.total_bytes, self.loop.time()
-            self.check = self.loop.call_later(self.seconds / self.CHECKS, self._look)
-
-    def __enter__(self) -> AsyncIterator[bytes]:
-        return self.chunks
-
-    def __exit__(self, *exc: object) -> None:
-        if self.check is not None:
-            self.check.cancel()
-
-    def _look(self) -> None:
-        now, read = self.loop.time(), self.reader.total_bytes
-        if read != self.seen:
-            self.seen, self.heard_at = read, now
-        elif now - self.heard_at >= self.seconds:
-            stalled = aiohttp.SocketTimeoutError("Timeout on reading data from socket")
-            if self.protocol is not None:
-                self.protocol.set_exception(stalled)  # the connection is not used again
-            self.reader.set_exception(stalled)
-            self.check = None
-            return
-        self.check = self.loop.call_later(self.seconds / self.CHECKS, self._look)
 
 
 class _Reading:
@@ -300,19 +242,7 @@ def _key(options: dict[str, Any]) -> tuple[Any, ...]:
 
 def _built(options: dict[str, Any]) -> anthropic.AsyncAnthropic:
     # aiohttp reads a stream in about two thirds of httpx's time per event (bench/).
-    client = anthropic.AsyncAnthropic(**options, http_client=anthropic.DefaultAioHttpClient())
-    _resolve_platform(client)
-    return client
-
-
-def _resolve_platform(client: anthropic.AsyncAnthropic) -> None:
-    """Name the OS for the SDK's headers now, once. Left unset, every request that starts
-    before the first one has resolved it sends `platform.system()` to a worker thread: a burst
-    of 200 first prompts made 200 thread hops, each waking the loop (bench/load.py)."""
-    if getattr(client, "_platform", "") is None:  # the SDK's own cache, on its base client
-        from anthropic._base_client import get_platform
-
-        client._platform = get_platform()
+    return anthropic.AsyncAnthropic(**options, http_client=anthropic.DefaultAioHttpClient())
 
 
 def traced() -> dict[str, Any]:
