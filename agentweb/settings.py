@@ -198,7 +198,7 @@ if REDIS_URL := env_str("REDIS_URL"):
 else:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "agentweb.layers.memory.InMemoryChannelLayer",
+            "BACKEND": "agentweb.layers.memory.MemoryChannelLayer",
             "CONFIG": {"capacity": 1000},
         }
     }

@@ -183,7 +183,6 @@ def private_uses() -> list[str]:
 # be added, and each leaves this list as it is rewritten, until the list is empty.
 BEING_REWRITTEN = {
     "agentweb.layers.bus": 15,
-    "agentweb.layers.memory": 1,
     "agentweb.postgresql.on_the_loop": 4,
     "agentweb.postgresql.pipeline": 6,
     "sessions.database": 3,

@@ -199,7 +199,7 @@ def recover_interrupted() -> int:
     With a shared channel layer (REDIS_URL) other processes may be generating,
     so their claims are left to expire by their leases.
     """
-    if "InMemoryChannelLayer" not in settings.CHANNEL_LAYERS["default"]["BACKEND"]:
+    if not str(settings.CHANNEL_LAYERS["default"]["BACKEND"]).endswith("MemoryChannelLayer"):
         return 0
     with transaction.atomic():
         for session_id in ChatSession.objects.exclude(generation_id="").values_list(
