@@ -184,16 +184,19 @@ if REDIS_URL := env_str("REDIS_URL"):
             },
         }
     }
-    # The bus (agentweb/layers/bus.py), chosen by measurement (docs/PERFORMANCE.md): a process
+    # The bus (agentweb/layers/bus.py), chosen by measurement (docs/ARCHITECTURE.md): a process
     # delivers its own messages itself and sends other processes one batch of group messages
     # at a time. AGENTWEB_CHANNEL_LAYER=pubsub keeps channels-redis's Pub/Sub layer (one Redis
     # message a message, a subscription a socket); =queued its list-based layer above.
-    if AGENTWEB_CHANNEL_LAYER != "queued":
+    if AGENTWEB_CHANNEL_LAYER == "pubsub":
         CHANNEL_LAYERS["default"] = {
-            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer"
-            if AGENTWEB_CHANNEL_LAYER == "pubsub"
-            else "agentweb.layers.bus.RedisBusChannelLayer",
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
             "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}]},
+        }
+    elif AGENTWEB_CHANNEL_LAYER != "queued":
+        CHANNEL_LAYERS["default"] = {
+            "BACKEND": "agentweb.layers.bus.BusChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000},
         }
 else:
     CHANNEL_LAYERS = {

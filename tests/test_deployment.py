@@ -147,7 +147,7 @@ def test_without_a_trusted_proxy_the_forwarding_header_is_ignored(
 @pytest.mark.parametrize(
     ("chosen", "backend"),
     [
-        ("", "agentweb.layers.bus.RedisBusChannelLayer"),
+        ("", "agentweb.layers.bus.BusChannelLayer"),
         ("pubsub", "channels_redis.pubsub.RedisPubSubChannelLayer"),
         ("queued", "channels_redis.core.RedisChannelLayer"),
     ],

@@ -182,7 +182,6 @@ def private_uses() -> list[str]:
 # The modules that still use private names, being rewritten on public APIs (issue 52): none may
 # be added, and each leaves this list as it is rewritten, until the list is empty.
 BEING_REWRITTEN = {
-    "agentweb.layers.bus": 15,
     "agentweb.postgresql.on_the_loop": 4,
     "agentweb.postgresql.pipeline": 6,
     "sessions.database": 3,

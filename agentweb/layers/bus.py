@@ -1,228 +1,217 @@
-"""A Redis channel layer whose cost is a process's, not a socket's or a message's.
+"""The channel layer of several processes: the in-memory layer of each, joined by Redis.
 
-channels-redis's Pub/Sub layer subscribes every socket's channel and every group on Redis and
-publishes each message on its own: with 200 tabs streaming, every batch of text is a Redis
-round trip out and a parse in, even when the job and its tabs share a process, and Redis keeps
-a subscription per socket. Here (docs/PERFORMANCE.md, "The bus"):
+Written on Channels' documented layer interface (`BaseChannelLayer`, through
+`MemoryChannelLayer`) and redis-py's public asyncio API. channels-redis's Pub/Sub layer
+subscribes every socket's channel and every group on Redis and publishes each message on its
+own: with 200 tabs streaming, every batch of text is a Redis round trip out and a parse in,
+even when the job and its tabs share a process. Here (docs/ARCHITECTURE.md, "The bus"):
 
-* a message to a channel or group of this process is delivered here at once, as the in-memory
-  layer delivers it;
-* a group message also goes to the other processes on one channel every process subscribes
-  to, the *bus*, gathered for a few milliseconds into one publish;
+* a message to a channel or group of this process is delivered here at once, by the in-memory
+  layer, with its capacity and expiry;
+* a group message also goes to the other processes on one Redis channel every process
+  subscribes to, the *bus*, gathered for a few milliseconds into one publish;
 * a message to a channel of another process goes at once (a Cancel must not wait) to that
-  process's own channel: a channel's name says which process owns it;
+  process's own Redis channel, its *inbox*: a channel's name says which process made it;
 * each process subscribes to two Redis channels in all, whatever its sockets, each on a
   connection of its own (a Cancel is not read behind the bus's batches).
 
-A process reads every batch on the bus, its groups or not; it unpacks a batch's envelope, not
-the messages of groups it has no member of. Channels not made by `new_channel` (named worker
-channels) keep channels-redis's own subscription per channel.
+Redis's Pub/Sub keeps nothing: a process that is down when a group message goes misses it, and
+its tabs, seeing a gap in the numbered events, catch up from the database.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import uuid
+import secrets
+import weakref
 from typing import Any
 
 import msgpack
-from channels_redis.pubsub import (
-    RedisPubSubChannelLayer,
-    RedisPubSubLoopLayer,
-    RedisSingleShardConnection,
-)
-from channels_redis.utils import _consistent_hash, _wrap_close, decode_hosts
+from redis import asyncio as aioredis
+
+from .memory import MemoryChannelLayer
 
 log = logging.getLogger(__name__)
 
 BATCH_SECONDS = 0.005  # how long a group message waits for others to go to Redis with
+RETRY_SECONDS = 1.0  # before subscribing again to a Redis that went away
+SUBSCRIBING_SECONDS = 5.0  # the longest a first channel waits for its process's subscriptions
 
 
-class RedisBusChannelLayer(RedisPubSubChannelLayer):  # type: ignore[misc]
-    """The layer Django Channels is given: one `BusLoopLayer` per event loop, as channels-redis
-    keeps one of its own per loop."""
+class Link:
+    """This process's connection to Redis from one event loop: a client to publish with, the
+    subscriptions that read its inbox and the bus, and the group messages waiting to go."""
 
-    def _get_layer(self) -> BusLoopLayer:
-        loop = asyncio.get_running_loop()
-        layer: BusLoopLayer | None = self._layers.get(loop)
-        if layer is None:
-            layer = BusLoopLayer(*self._args, **self._kwargs, channel_layer=self)
-            self._layers[loop] = layer
-            _wrap_close(self, loop)  # a loop that closes flushes its layer first
-        return layer
+    def __init__(self, url: str) -> None:
+        self.client = aioredis.Redis.from_url(url)
+        self.readers: list[asyncio.Task[None]] = []
+        self.subscribed: list[asyncio.Event] = []  # set as each reader's subscription holds
+        self.outbox: list[tuple[str, dict[str, Any]]] = []
+        self.flush_at: asyncio.TimerHandle | None = None
+        self.publishing: asyncio.Task[None] | None = None
 
-    def group_send_now(self, group: str, message: dict[str, Any]) -> None:
-        """`group_send`, in the caller's step (the relay's batches): no proxy coroutine, and
-        nothing to wait for (the bus's publish is batched)."""
-        self._get_layer().group_send_now(group, message)
+    async def close(self) -> None:
+        for reader in self.readers:
+            reader.cancel()
+        await asyncio.gather(*self.readers, return_exceptions=True)
+        await self.client.aclose()
 
 
-class BusLoopLayer(RedisPubSubLoopLayer):  # type: ignore[misc]
+class BusChannelLayer(MemoryChannelLayer):
     def __init__(
-        self, hosts: Any = None, *, batch_seconds: float = BATCH_SECONDS, **kwargs: Any
+        self,
+        hosts: list[Any] | None = None,
+        prefix: str = "asgi",
+        batch_seconds: float = BATCH_SECONDS,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(hosts, **kwargs)
-        self.process = uuid.uuid4().hex  # this loop's part of every channel name it makes
-        self.inbox = f"{self.prefix}__process__{self.process}"  # its channels' messages
-        self.bus = f"{self.prefix}__bus__"  # every process's group messages
+        super().__init__(**kwargs)
+        host = (hosts or ["redis://localhost:6379"])[0]
+        self.url: str = host["address"] if isinstance(host, dict) else host
+        self.process = secrets.token_hex(8)  # this process's part of every channel it makes
+        self.inbox = f"{prefix}.process.{self.process}"  # its channels' messages from elsewhere
+        self.bus = f"{prefix}.bus"  # every process's group messages
+        self.prefix = prefix
         self.batch_seconds = batch_seconds
-        self._shards = [BusShard(host, self) for host in decode_hosts(hosts)]
-        # The inbox's own subscriptions, one a Redis: a Cancel is read at once, not behind the
-        # bus's batches on a connection they keep busy.
-        self._inbox_shards = [BusShard(host, self) for host in decode_hosts(hosts)]
-        self.members: dict[str, set[str]] = {}  # group → this process's channels in it
-        self.outbox: list[tuple[str, bytes]] = []  # group messages not yet on the bus
-        self._flush_at: asyncio.TimerHandle | None = None
-        self._publishing: set[asyncio.Task[None]] = set()
-        self._listening = False
+        self.links: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Link] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def link(self) -> Link:
+        """This event loop's link (a view's `async_to_sync` runs a loop of its own)."""
+        loop = asyncio.get_running_loop()
+        link = self.links.get(loop)
+        if link is None:
+            link = self.links[loop] = Link(self.url)
+        return link
 
     # --- channels -----------------------------------------------------------------------
-    def _owner(self, channel: str) -> str:
-        """The process that made a channel of `new_channel`'s (empty for any other name)."""
-        head, bang, _ = channel.partition("!")
-        start = f"{self.prefix}specific."
-        return head[len(start) :] if bang and head.startswith(start) else ""
-
     async def new_channel(self, prefix: str = "specific.") -> str:
-        if prefix != "specific.":
-            return str(await super().new_channel(prefix))
-        channel = f"{self.prefix}specific.{self.process}!{uuid.uuid4().hex}"
-        self.channels[channel] = asyncio.Queue()
-        await self._listen()
-        return channel
+        await self.listen()
+        return f"{prefix}.{self.process}!{secrets.token_hex(8)}"
 
-    async def receive(self, channel: str) -> Any:
-        if self._owner(channel) != self.process:
-            return await super().receive(channel)
-        queue = self.channels.get(channel)
-        if queue is None:  # received from before `new_channel` (or again after a cancel)
-            queue = self.channels[channel] = asyncio.Queue()
-            await self._listen()
-        try:
-            data = await queue.get()
-        except (asyncio.CancelledError, TimeoutError, GeneratorExit):
-            # As channels-redis assumes: a cancelled receive is its consumer leaving.
-            self.channels.pop(channel, None)
-            raise
-        return self.channel_layer.deserialize(data)
+    def owner(self, channel: str) -> str:
+        """The process that made the channel (empty: a name no process of the bus made)."""
+        head, bang, _ = channel.partition("!")
+        return head.rpartition(".")[2] if bang else ""
 
     async def send(self, channel: str, message: dict[str, Any]) -> None:
-        owner = self._owner(channel)
-        if not owner:
+        owner = self.owner(channel)
+        if owner in ("", self.process):
             await super().send(channel, message)
             return
-        data = self.channel_layer.serialize(message)
-        if owner == self.process:
-            self._put(channel, data)
-        else:
-            inbox = f"{self.prefix}__process__{owner}"
-            await self._get_shard(inbox).publish_now(inbox, msgpack.packb([channel, data]))
+        self.require_valid_channel_name(channel)
+        data = msgpack.packb([channel, message])
+        await self.link().client.publish(f"{self.prefix}.process.{owner}", data)
 
-    def _put(self, channel: str, data: bytes) -> None:
-        queue = self.channels.get(channel)
-        if queue is not None:  # else its consumer has left: as with Pub/Sub, nobody hears it
-            queue.put_nowait(data)
+    async def receive(self, channel: str) -> dict[str, Any]:
+        await self.listen()
+        return await super().receive(channel)
 
     # --- groups -------------------------------------------------------------------------
     async def group_add(self, group: str, channel: str) -> None:
-        if channel not in self.channels:
-            raise RuntimeError("You can only call group_add() on channels that exist in-process.")
-        self.members.setdefault(group, set()).add(channel)
-        await self._listen()
-
-    async def group_discard(self, group: str, channel: str) -> None:
-        members = self.members.get(group)
-        if members is not None:
-            members.discard(channel)
-            if not members:
-                del self.members[group]
+        await self.listen()
+        await super().group_add(group, channel)
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        """Delivered here at once; on the bus with the next batch, which is waited for (a view's
+        `async_to_sync` closes its loop right after)."""
         self.group_send_now(group, message)
+        link = self.link()
+        while link.outbox or link.publishing is not None:
+            self.flush_outbox(link)
+            if link.publishing is not None:
+                await asyncio.shield(link.publishing)
+        if not link.readers:  # a loop that only sends (a view's): its connection goes with it
+            self.links.pop(asyncio.get_running_loop(), None)
+            await link.close()
 
     def group_send_now(self, group: str, message: dict[str, Any]) -> None:
-        data = self.channel_layer.serialize(message)
-        self.deliver(group, data)
-        self.outbox.append((group, data))
-        if self._flush_at is None:
+        super().group_send_now(group, message)
+        link = self.link()
+        link.outbox.append((group, message))
+        if link.flush_at is None:
             loop = asyncio.get_running_loop()
-            self._flush_at = loop.call_later(self.batch_seconds, self._flush_outbox)
+            link.flush_at = loop.call_later(self.batch_seconds, self.flush_outbox, link)
 
-    def deliver(self, group: str, data: bytes) -> None:
-        """A group message to this process's members of the group."""
-        for channel in self.members.get(group, ()):
-            self._put(channel, data)
-
-    def _flush_outbox(self) -> None:
+    def flush_outbox(self, link: Link) -> None:
         """One publish on the bus at a time: what comes while one is under way waits for it and
         goes in the next (a loop too busy for the round trips sends fewer, larger batches)."""
-        self._flush_at = None
-        if self.outbox and not self._publishing:
-            task = asyncio.ensure_future(self._publish_outbox())
-            self._publishing.add(task)
-            task.add_done_callback(self._publishing.discard)
+        if link.flush_at is not None:
+            link.flush_at.cancel()
+            link.flush_at = None
+        if link.outbox and link.publishing is None:
+            link.publishing = asyncio.ensure_future(self.publish(link))
 
-    async def _publish_outbox(self) -> None:
-        """The outbox on the bus, batch after batch until it is empty. Its tabs elsewhere miss
-        a batch if Redis is down: they resync at the next gap they see."""
-        while self.outbox:
-            batch, self.outbox = self.outbox, []
+    async def publish(self, link: Link) -> None:
+        try:
+            while link.outbox:
+                batch, link.outbox = link.outbox, []
+                try:
+                    await link.client.publish(self.bus, msgpack.packb([self.process, batch]))
+                except (aioredis.RedisError, OSError) as error:
+                    log.warning("%d group messages did not reach Redis: %s", len(batch), error)
+        finally:
+            link.publishing = None
+
+    # --- from Redis ---------------------------------------------------------------------
+    async def listen(self) -> None:
+        """Subscribe, once a loop, to this process's inbox and to the bus, each on a connection
+        of its own; the first channel waits until both hold (a message sent to it before then
+        would go unheard), for at most SUBSCRIBING_SECONDS (Redis away: it goes on, and its
+        readers keep trying)."""
+        link = self.link()
+        if not link.readers:
+            link.subscribed = [asyncio.Event(), asyncio.Event()]
+            link.readers = [
+                asyncio.ensure_future(self.read(link, self.inbox, self.from_inbox, 0)),
+                asyncio.ensure_future(self.read(link, self.bus, self.from_bus, 1)),
+            ]
+        if not all(ready.is_set() for ready in link.subscribed):
+            waits = [ready.wait() for ready in link.subscribed]
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*waits), SUBSCRIBING_SECONDS)
+
+    async def read(self, link: Link, name: str, take: Any, index: int) -> None:
+        """Each message of Redis channel `name` to `take`, subscribing again after a fault."""
+        while True:
+            pubsub = link.client.pubsub(ignore_subscribe_messages=True)
             try:
-                await self._get_shard(self.bus).publish_now(
-                    self.bus, msgpack.packb([self.process, batch])
-                )
-            except Exception:
-                log.exception("%d group messages could not go on the bus", len(batch))
+                await pubsub.subscribe(name)
+                link.subscribed[index].set()
+                async for message in pubsub.listen():
+                    take(message["data"])
+            except (aioredis.RedisError, OSError) as error:
+                log.warning("reading %s from Redis failed (%s): subscribing again", name, error)
+                await asyncio.sleep(RETRY_SECONDS)
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()
 
-    async def _listen(self) -> None:
-        """Subscribe, once, to this process's own channel and to the bus."""
-        if self._listening:
+    def from_inbox(self, data: bytes) -> None:
+        channel, message = msgpack.unpackb(data)
+        self.put(channel, message, copied=False)
+
+    def from_bus(self, data: bytes) -> None:
+        sender, batch = msgpack.unpackb(data)
+        if sender == self.process:  # delivered here as they were sent
             return
-        self._listening = True
-        inbox_shard = self._inbox_shards[_consistent_hash(self.inbox, len(self._inbox_shards))]
-        await inbox_shard.subscribe(self.inbox)  # on the Redis its senders publish to
-        await self._get_shard(self.bus).subscribe(self.bus)
+        for group, message in batch:
+            for channel in list(self.groups.get(group, ())):
+                self.put(channel, message)
 
     async def flush(self) -> None:
-        """Send what waits for the bus, then do as channels-redis does: forget every channel
-        and group, and close the connections (a loop that closes; a test's fresh start)."""
-        if self._flush_at is not None:
-            self._flush_at.cancel()
-            self._flush_at = None
-        await asyncio.gather(*self._publishing, return_exceptions=True)
-        await self._publish_outbox()
-        self.members, self._listening = {}, False
+        """Send what waits for the bus, forget every channel and group, and close this loop's
+        connections (a loop that closes; a test's fresh start)."""
+        link = self.links.pop(asyncio.get_running_loop(), None)
+        if link is not None:
+            self.flush_outbox(link)
+            if link.publishing is not None:
+                await link.publishing
+            await link.close()
         await super().flush()
-        for shard in self._inbox_shards:
-            await shard.flush()
 
-
-class BusShard(RedisSingleShardConnection):  # type: ignore[misc]
-    """channels-redis's connection to one Redis, reading the bus and the process's channel."""
-
-    channel_layer: BusLoopLayer
-
-    async def publish_now(self, channel: str, data: bytes) -> None:
-        """Publish without waiting for the shard's lock (its subscriptions' and channels-redis's
-        own publishes): redis-py's pool gives each command a connection of its own, and a
-        Cancel must not queue behind a batch on the bus."""
-        self._ensure_redis()
-        await self._redis.publish(channel, data)
-
-    def _receive_message(self, message: dict[str, Any] | None) -> None:
-        if message is None:
-            return
-        name = message["channel"]
-        name = name.decode() if isinstance(name, bytes) else name
-        layer = self.channel_layer
-        if name == layer.bus:
-            sender, batch = msgpack.unpackb(message["data"])
-            if sender != layer.process:  # its own were delivered as they were sent
-                for group, data in batch:
-                    layer.deliver(group, data)
-        elif name == layer.inbox:
-            channel, data = msgpack.unpackb(message["data"])
-            layer._put(channel, data)
-        else:
-            super()._receive_message(message)
+    async def close(self) -> None:
+        await self.flush()
