@@ -131,22 +131,26 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    # Django's, its health check skipped for a connection used a moment ago (agentweb/postgresql).
-    DATABASES["default"]["ENGINE"] = "agentweb.postgresql"
+    DATABASES["default"]["CONN_MAX_AGE"] = 0  # the pool keeps the connections instead
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {
-            # The prompt path sends the same statements again and again (sessions/statements):
-            # bound on the server and prepared after a few runs, PostgreSQL plans each once a
-            # connection. 0 for no prepared statements (a pooler in transaction mode).
+            # Django's connection pool (psycopg_pool): every database call of the server is a
+            # request of its own to Django, which takes a connection and gives it back.
+            # Its calls run on a few threads (the one thread, and the loop's pool for a
+            # prompt's short calls), so a call waits for a connection only when the server
+            # is away: it fails after `timeout` seconds, and what must not be lost tries again.
+            "pool": {
+                "min_size": env_int("AGENTWEB_PG_POOL_MIN", 2),
+                "max_size": env_int("AGENTWEB_PG_POOL_MAX", 20),
+                "timeout": env_float("AGENTWEB_PG_POOL_TIMEOUT", 3.0),
+            },
+            # The prompt path sends the same statements again and again: bound on the server
+            # and prepared after a few runs, PostgreSQL plans each once a connection. 0 for no
+            # prepared statements (a pooler in transaction mode).
             "server_side_binding": True,
             "prepare_threshold": env_int("AGENTWEB_PG_PREPARE_THRESHOLD", 5) or None,
         }
     )
-# PostgreSQL: how long a database call on the event loop (agentweb/postgresql/on_the_loop.py)
-# waits for the server's answer before the loop serves other sockets meanwhile. A server on
-# the same machine or network answers within it; 0 for one farther away (every wait handed
-# to the loop).
-AGENTWEB_PG_WAIT_IN_LINE_SECONDS = env_float("AGENTWEB_PG_WAIT_IN_LINE_SECONDS", 0.005)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {
         # WAL lets readers go on while a generation writes; IMMEDIATE avoids

@@ -1,10 +1,10 @@
 """What a short database call of the prompt path costs in CPU when 200 are made at once: the
 hop to where it runs and back, and each statement in it (issue 21, item 1).
 
-A short call runs on the event loop's own thread: on SQLite on a connection of its own, on
-PostgreSQL in a greenlet (sessions/database.py, agentweb/postgresql/on_the_loop.py). Beside
-those, on PostgreSQL, the same statement sent by psycopg's async connection from the loop itself
-(four connections shared by the calls), what a call costs with no greenlet and no Django.
+A short call runs as `database_sync_to_async` runs it, on a thread of the loop's pool
+(sessions/database.py; on PostgreSQL a connection of Django's pool). Beside it, on PostgreSQL,
+the same statement sent by psycopg's async connection from the loop itself (four connections
+shared by the calls), what a call costs with no thread and no Django.
 Medians of --runs rounds of 200 calls, in ms of this process's CPU a call.
 
 Run: .venv/bin/python bench/db_calls.py [--runs 5]    (BENCH_DATABASE_URL=postgres://… for PG)
@@ -55,7 +55,7 @@ def calls(session_id: int) -> dict[str, Call]:
     def three() -> object:
         return one(), one(), one()
 
-    empty, single, triple = (short(f, reads=True) for f in (nothing, one, three))
+    empty, single, triple = (short(f) for f in (nothing, one, three))
     return {
         "a short call, no statement (the hop alone)": empty,
         "a short call, one statement": lambda: single(),

@@ -111,7 +111,7 @@ class SessionConsumer(LeanConsumer):
     async def may_act(self) -> bool:
         """Before a frame is acted on: the sign-in still holds (Django's rules: not signed out,
         not expired, the password unchanged) and the session is not deleted."""
-        if await short(self.stands, reads=True)():
+        if await short(self.stands)():
             return True
         await self.stand_down()
         return False

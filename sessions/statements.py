@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar, cast
 
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import Model, QuerySet, signals
 from django.db.models.sql import InsertQuery, Query, UpdateQuery
 from django.db.models.sql.compiler import SQLCompiler
@@ -182,33 +182,16 @@ class Statement(Generic[M]):
 
 @contextlib.contextmanager
 def sent_together() -> Iterator[None]:
-    """What the block sends, sent together: on PostgreSQL in one round trip at the block's end
-    (psycopg's pipeline mode, its statements written in one write at the pipeline's sync,
-    `agentweb.postgresql.pipeline`, which brings every answer back), so what it sent is read
-    after the block (`send` gives the reading); elsewhere as it would be (SQLite's statements
-    are calls in the process). Read inside it, a statement's answer costs a round trip of its
-    own (what waits is written first).
-
-    On PostgreSQL outside a transaction, the block is one, committed at its end."""
-    connection = connections[DEFAULT_DB_ALIAS]
-    if connection.vendor != "postgresql":
-        yield
-        return
-    connection.ensure_connection()
-    if connection.connection.pgconn.pipeline_status:  # within another's: sent with its own
-        yield
-        return
-    with connection.wrap_database_errors, connection.connection.pipeline():
+    """What the block sends, in one transaction: the statements a prompt's set-up sends
+    together (a claim and the prompt it stores; a write and the reads after it) commit or fail
+    together. Each is sent, and its answer read, as it comes."""
+    with transaction.atomic(savepoint=False):
         yield
 
 
 def _read_after(read: Callable[[], T]) -> Callable[[], T]:
-    """What reads a statement's answer after the block that sent it (`sent_together`): on
-    PostgreSQL, whose answers come with the block's end; elsewhere read now, as a statement
-    left unread is still running (SQLite cannot commit under an UPDATE … RETURNING whose rows
-    are not read)."""
-    if connections[DEFAULT_DB_ALIAS].vendor == "postgresql":
-        return read
+    """A statement's answer, read now (a statement left unread is still running: SQLite cannot
+    commit under an UPDATE … RETURNING whose rows are not read), and given to whoever asks."""
     done = read()
     return lambda: done
 

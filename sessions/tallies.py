@@ -21,7 +21,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 from django.db import connection, transaction
 from django.db.models import Max, Q, QuerySet, Value
 
-from .statements import Rows, Statement, sent_together
+from .statements import Rows, Statement
 
 Row = TypeVar("Row")
 T = TypeVar("T")
@@ -117,13 +117,11 @@ def _rows_ahead() -> dict[tuple[int, int, datetime], tuple[int, Sequence[Any]]]:
 def reading_ahead(
     session: SessionLike, *tallies: Tally[Any, Any]
 ) -> contextlib.AbstractContextManager[None]:
-    """The new entries of `session` for each of `tallies`, read at once (one round trip on
-    PostgreSQL) for their `of` calls within the block to take instead of reading each its own:
-    each gives its fold as of the block's start (what the block writes is read by the next
-    `of`). A tally that moved on meanwhile reads again; what the block did not take is
-    dropped."""
-    with sent_together():
-        return sending_reads(session, *tallies)
+    """The new entries of `session` for each of `tallies`, read at once for their `of` calls
+    within the block to take instead of reading each its own: each gives its fold as of the
+    block's start (what the block writes is read by the next `of`). A tally that moved on
+    meanwhile reads again; what the block did not take is dropped."""
+    return sending_reads(session, *tallies)
 
 
 def sending_reads(

@@ -58,10 +58,7 @@ def close_kept_connections(django_db_setup: Any) -> Iterator[None]:
     from asgiref.sync import SyncToAsync
     from django.db import connections
 
-    from sessions import database
-
     SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=10)
-    database.close_connections()
     connections.close_all()
 
 

@@ -179,23 +179,8 @@ def private_uses() -> list[str]:
     return sorted(found)
 
 
-# The modules that still use private names, being rewritten on public APIs (issue 52): none may
-# be added, and each leaves this list as it is rewritten, until the list is empty.
-BEING_REWRITTEN = {
-    "agentweb.postgresql.on_the_loop": 4,
-    "agentweb.postgresql.pipeline": 6,
-    "sessions.database": 3,
-}
-
-
 def test_agentweb_uses_no_private_name_of_another_package():
-    by_module: dict[str, int] = {}
-    for use in private_uses():
-        module = use.split(":")[0].split(" ")[0]
-        module = next((m for m in BEING_REWRITTEN if module.startswith(m)), module)
-        by_module[module] = by_module.get(module, 0) + 1
-    over = {m: n for m, n in by_module.items() if n > BEING_REWRITTEN.get(m, 0)}
-    assert over == {}
+    assert private_uses() == []
 
 
 def test_the_check_finds_each_kind_of_private_use():

@@ -13,7 +13,6 @@ from sessions.listing import MESSAGES
 from sessions.tallies import reading_ahead, reading_ahead_of_many
 from sessions.todos import Todo
 
-from . import round_trips
 from .conftest import make_session
 
 pytestmark = pytest.mark.django_db
@@ -99,26 +98,6 @@ def test_a_tally_that_moved_on_before_its_read_ahead_is_taken_reads_again(owner)
     with reading_ahead(session, usage.SUMMED):  # the reply after the first, read ahead
         usage.SUMMED.forget()  # another thread's doing: the tally starts again
         assert usage.of_session(session) == usage.priced(SONNET, 12, 0)
-
-
-def test_on_postgresql_the_reads_ahead_go_in_one_round_trip(owner):
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite's statements are calls in the process: nothing to send together")
-    session = make_session(owner, exchanges=1)
-    piped: list[bool] = []
-
-    def note(execute, sql, params, many, context):
-        piped.append(str(connection.connection.pgconn.pipeline_status) != "PipelineStatus.OFF")
-        return execute(sql, params, many, context)
-
-    with (
-        round_trips.counted(connection) as trips,
-        connection.execute_wrapper(note),
-        reading_ahead(session, usage.SUMMED, todos.CHANGED, mentions.MENTIONED),
-    ):
-        pass
-    assert piped == [True, True, True]  # each sent before any answer was awaited
-    assert trips == [1]  # their answers read after the pipeline's sync, not before it
 
 
 def test_many_sessions_read_ahead_together_give_what_each_reads_alone(owner):

@@ -99,7 +99,7 @@ class ToolLoop:
         caller read them already."""
         rounds = 0
         if tools is None:
-            tools = await short(offered_tools, reads=True)(self.session)
+            tools = await short(offered_tools)(self.session)
         self.tools = tools
         definitions = [tool.definition for tool in self.tools]
         while True:

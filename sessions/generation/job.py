@@ -112,13 +112,9 @@ class Job:
         while not self.lost:
             turn, self.turn = self.turn, None
             if turn is None:
-                decided = functools.partial(
-                    short(next_turn),
-                    self.agent.session,
-                    self.generation_id,
-                    auto_handoff=not declined,
+                turn = await until_it_answers(  # what comes next is never left undecided
+                    functools.partial(self.next_turn, auto_handoff=not declined)
                 )
-                turn = await until_it_answers(decided)  # what comes next is never left undecided
             if turn.handoff:
                 outcome = await self.run_auto_handoff()
                 if outcome == "review":  # the prompt waits for the reviewed switch
@@ -141,6 +137,10 @@ class Job:
             )
             if first:
                 titles.write_soon(self.session_id, self.show_title)
+
+    async def next_turn(self, *, auto_handoff: bool) -> Turn:
+        decide = short(next_turn)
+        return await decide(self.agent.session, self.generation_id, auto_handoff=auto_handoff)
 
     async def finish(self) -> None:
         if not self.lost:

@@ -112,7 +112,7 @@ class Relay:
         message (a turn's start ends the notice shown: one message to every tab, not two).
         `ahead`: sent first in the next message, as `publish_ahead`."""
         if shown is None:
-            shown = StatusShown(*await short(status.read_by_id, reads=True)(self.session_id()))
+            shown = StatusShown(*await short(status.read_by_id)(self.session_id()))
         self.status = self.render(shown)
         if notice is not None:
             self.notice = self.render(notice)
