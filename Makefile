@@ -35,7 +35,7 @@ test: lint
 lint: dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy sessions agentweb
+	$(BIN)/mypy sessions agentweb foundation
 
 bench: dev  # every figure of docs/PERFORMANCE.md, each beside its target (about 10 minutes)
 	$(BIN)/python bench/stream_overhead.py --tokens 1000 --runs 7

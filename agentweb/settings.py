@@ -14,7 +14,7 @@ from pathlib import Path
 import csp.constants
 import dj_database_url
 
-from agentweb.private import read_or_create
+from foundation.private import read_or_create
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -188,7 +188,7 @@ if REDIS_URL := env_str("REDIS_URL"):
             },
         }
     }
-    # The bus (agentweb/layers/bus.py), chosen by measurement (docs/ARCHITECTURE.md): a process
+    # The bus (foundation/layers/bus.py), chosen by measurement (docs/ARCHITECTURE.md): a process
     # delivers its own messages itself and sends other processes one batch of group messages
     # at a time. AGENTWEB_CHANNEL_LAYER=pubsub keeps channels-redis's Pub/Sub layer (one Redis
     # message a message, a subscription a socket); =queued its list-based layer above.
@@ -199,13 +199,13 @@ if REDIS_URL := env_str("REDIS_URL"):
         }
     elif AGENTWEB_CHANNEL_LAYER != "queued":
         CHANNEL_LAYERS["default"] = {
-            "BACKEND": "agentweb.layers.bus.BusChannelLayer",
+            "BACKEND": "foundation.layers.bus.BusChannelLayer",
             "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000},
         }
 else:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "agentweb.layers.memory.MemoryChannelLayer",
+            "BACKEND": "foundation.layers.memory.MemoryChannelLayer",
             "CONFIG": {"capacity": 1000},
         }
     }
@@ -230,7 +230,7 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 # The reverse proxies in front that append to X-Forwarded-For (README: "Several processes"):
 # failures then count by the client's own address, not the proxy's that every user shares.
 AGENTWEB_TRUSTED_PROXIES = env_int("AGENTWEB_TRUSTED_PROXIES", 0)
-AXES_CLIENT_IP_CALLABLE = "agentweb.proxies.client_address"
+AXES_CLIENT_IP_CALLABLE = "foundation.proxies.client_address"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked.html"
 AXES_VERBOSE = False

@@ -2,7 +2,7 @@
 hop to where it runs and back, and each statement in it (issue 21, item 1).
 
 A short call runs as `database_sync_to_async` runs it, on a thread of the loop's pool
-(sessions/database.py; on PostgreSQL a connection of Django's pool). Beside it, on PostgreSQL,
+(foundation/database.py; on PostgreSQL a connection of Django's pool). Beside it, on PostgreSQL,
 the same statement sent by psycopg's async connection from the loop itself (four connections
 shared by the calls), what a call costs with no thread and no Django.
 Medians of --runs rounds of 200 calls, in ms of this process's CPU a call.
@@ -27,8 +27,8 @@ from django.contrib.auth.models import User  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
+from foundation.database import short  # noqa: E402
 from sessions import store  # noqa: E402
-from sessions.database import short  # noqa: E402
 from sessions.models import ChatSession  # noqa: E402
 
 CALLS = 200

@@ -6,7 +6,7 @@ already rendered once by the process; with the report cached; and in a process t
 rendered none of them) and the handoff switch after the document,
 with their query counts, and a socket's catch-up when it connects with nothing new (what
 every open tab does on reconnect). The process's collector is set as the server sets its own
-(`agentweb.interpreter.settle`, which asgi.py calls at start-up): with Python's default, reading
+(`foundation.interpreter.settle`, which asgi.py calls at start-up): with Python's default, reading
 a branch of 10,000 entries set off a full collection every other time, which no server runs.
 Targets (issue 10): page and side by side < 300 ms at 10,000 entries with a constant query
 count; the switch < 100 ms at 10,000, growing no faster than linearly.
@@ -32,7 +32,7 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
-from agentweb.interpreter import settle  # noqa: E402
+from foundation.interpreter import settle  # noqa: E402
 from sessions import consumers, handoff, rendering  # noqa: E402
 from sessions.models import ChatSession, Entry  # noqa: E402
 

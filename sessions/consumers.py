@@ -19,10 +19,11 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.urls import reverse
 
+from foundation.database import short
+
 from . import commands, generation, partials, pushes, sign_ins, status, store, tabs
 from .commands import session as session_commands
 from .consuming import LeanConsumer
-from .database import short
 from .forms import Frame, FrameError, parse_frame
 from .models import ChatSession, Entry, PromptTemplate
 from .numbers import whole_number

@@ -1,4 +1,4 @@
-"""The bus (agentweb/layers/bus.py): the Redis channel layer of several processes. Each layer
+"""The bus (foundation/layers/bus.py): the Redis channel layer of several processes. Each layer
 here stands for one process, against a real redis-server."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import redis as redis_py
 from asgiref.sync import async_to_sync
 from redis import asyncio as aioredis
 
-from agentweb.layers.bus import BusChannelLayer
+from foundation.layers.bus import BusChannelLayer
 
 from .servers import RedisServer
 

@@ -1,6 +1,6 @@
 """A prompt is checked and taken beside the process's other database work, not in line behind it
 on the one database thread: by `database_sync_to_async` on a thread of the loop's pool
-(`sessions.database.short`), never stalling the loop for a lock (SQLite's write lock,
+(`foundation.database.short`), never stalling the loop for a lock (SQLite's write lock,
 PostgreSQL's row locks)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 from channels.db import database_sync_to_async
 from django.db import DataError, connection
 
-from sessions.database import short
+from foundation.database import short
 from sessions.models import ChatSession, Entry
 
 from .conftest import db_async, make_session

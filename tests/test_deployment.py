@@ -13,7 +13,7 @@ import pytest
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 
-from agentweb.private import read_or_create
+from foundation.private import read_or_create
 
 from .servers import ROOT
 
@@ -147,7 +147,7 @@ def test_without_a_trusted_proxy_the_forwarding_header_is_ignored(
 @pytest.mark.parametrize(
     ("chosen", "backend"),
     [
-        ("", "agentweb.layers.bus.BusChannelLayer"),
+        ("", "foundation.layers.bus.BusChannelLayer"),
         ("pubsub", "channels_redis.pubsub.RedisPubSubChannelLayer"),
         ("queued", "channels_redis.core.RedisChannelLayer"),
     ],

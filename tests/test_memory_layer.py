@@ -8,7 +8,7 @@ import asyncio
 import pytest
 from channels.exceptions import ChannelFull
 
-from agentweb.layers.memory import MemoryChannelLayer
+from foundation.layers.memory import MemoryChannelLayer
 
 pytestmark = pytest.mark.asyncio
 

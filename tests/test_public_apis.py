@@ -26,7 +26,7 @@ from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-OURS = ("sessions", "agentweb", "tests", "bench")
+OURS = ("sessions", "agentweb", "foundation", "tests", "bench")
 DOCUMENTED = {"_meta", "_state", "_replace", "_asdict", "_fields", "_make"}
 
 
@@ -47,7 +47,7 @@ class Source:
 @cache
 def app_sources() -> tuple[Source, ...]:
     found = []
-    for top in ("sessions", "agentweb"):
+    for top in ("sessions", "agentweb", "foundation"):
         for path in sorted((ROOT / top).rglob("*.py")):
             if "migrations" in path.parts:
                 continue

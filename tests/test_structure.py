@@ -28,7 +28,7 @@ MAKERS = {
 def modules() -> dict[str, Path]:
     """Every module of the app and the project, by dotted name (migrations aside)."""
     found = {}
-    for top in ("sessions", "agentweb"):
+    for top in ("sessions", "agentweb", "foundation"):
         for path in (ROOT / top).rglob("*.py"):
             if "migrations" in path.parts:
                 continue
@@ -167,3 +167,19 @@ def test_the_providers_import_nothing_above_their_protocol():
         for name in providers
     }
     assert {name: others for name, others in above.items() if set(others) - beneath} == {}
+
+
+def test_the_foundation_imports_neither_the_app_nor_the_project_and_the_app_not_the_project():
+    """Layers: the project (`agentweb`: settings, urls, asgi) stands on the app (`sessions`),
+    which stands on the foundation (`foundation`: database access, channel layers, security
+    helpers); no import runs back up."""
+    up = {
+        name: sorted(other for other in imported(name) if other.split(".")[0] in above)
+        for name in modules()
+        for above in [
+            {"foundation": {"sessions", "agentweb"}, "sessions": {"agentweb"}}.get(
+                name.split(".")[0], set()
+            )
+        ]
+    }
+    assert {name: others for name, others in up.items() if others} == {}

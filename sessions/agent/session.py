@@ -13,9 +13,10 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
+from foundation.database import short
+
 from .. import context, store, todos
 from ..context import add_to_context, entry_parts
-from ..database import short
 from ..models import ChatSession, Entry, PendingPrompt, PromptTemplate
 from ..providers import Provider
 from .events import AgentEvent, Listener, ignore

@@ -17,9 +17,10 @@ from typing import Any
 
 from django.conf import settings
 
+from foundation.database import NOT_ANSWERING, short, until_it_answers
+
 from .. import handoff, thinking
 from ..context import ASSISTANT
-from ..database import NOT_ANSWERING, short, until_it_answers
 from ..models import ChatSession, Entry
 from ..providers import Provider, ProviderError, StreamEnd, TextDelta, ThinkingDelta, ToolCall
 from ..store import siblings

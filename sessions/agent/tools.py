@@ -13,8 +13,9 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 
+from foundation.database import short
+
 from ..context import USER
-from ..database import short
 from ..models import ChatSession, Entry
 from ..providers import ToolCall
 from .events import Emit

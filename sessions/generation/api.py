@@ -17,10 +17,11 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.db import IntegrityError
 
+from foundation.database import short, until_it_answers
+
 from .. import tabs, titles
 from ..agent import AgentSession
 from ..agent.handoff_run import switch_failed
-from ..database import short, until_it_answers
 from ..models import ChatSession, Entry
 from ..sign_ins import Held
 from .caps import over_a_cap

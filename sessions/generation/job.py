@@ -14,6 +14,8 @@ import logging
 
 from channels.db import database_sync_to_async
 
+from foundation.database import short, until_it_answers
+
 from .. import handoff, tabs, titles, transcript
 from ..agent import (
     AgentEvent,
@@ -23,7 +25,6 @@ from ..agent import (
     HandoffResult,
     NothingToHandOff,
 )
-from ..database import short, until_it_answers
 from ..models import ChatSession, Entry
 from .claims import leases, set_kind
 from .events import (

@@ -20,9 +20,10 @@ from typing import Any
 from channels.layers import get_channel_layer
 from django.conf import settings
 
+from foundation.database import short
+
 from .. import status, tabs
 from ..blocks import Blocks
-from ..database import short
 from .events import BlocksClosed, Delta, Event, Live, Render, StatusShown, Thought
 
 

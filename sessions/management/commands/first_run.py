@@ -10,7 +10,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from agentweb.private import create_private
+from foundation.private import create_private
 from sessions.providers import catalog
 
 CREDENTIALS = Path(settings.BASE_DIR) / ".agentweb-credentials"

@@ -6,7 +6,7 @@ expired messages at each `receive` and `group_send`, and starts a task per membe
 layer specification (capacity: `ChannelFull`; expiry of messages and of group memberships; a
 channel whose message expired unread is dropped from its groups) with a sweep at most once a
 second, and delivers a group message to each member at once. It is one process only: several
-processes need REDIS_URL (`agentweb.layers.bus`).
+processes need REDIS_URL (`foundation.layers.bus`).
 """
 
 from __future__ import annotations
