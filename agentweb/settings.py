@@ -139,6 +139,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
             # Its calls run on a few threads (the one thread, and the loop's pool for a
             # prompt's short calls), so a call waits for a connection only when the server
             # is away: it fails after `timeout` seconds, and what must not be lost tries again.
+            # With CONN_HEALTH_CHECKS (above), Django has the pool check each connection as it
+            # hands it out: one the server dropped (a restart, an idle timeout) is replaced,
+            # never given to a call.
             "pool": {
                 "min_size": env_int("AGENTWEB_PG_POOL_MIN", 2),
                 "max_size": env_int("AGENTWEB_PG_POOL_MAX", 20),

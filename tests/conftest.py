@@ -7,6 +7,7 @@ import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
+import psycopg
 import pytest
 import pytest_asyncio
 from channels.db import database_sync_to_async
@@ -60,6 +61,26 @@ def close_kept_connections(django_db_setup: Any) -> Iterator[None]:
 
     SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=10)
     connections.close_all()
+    for connection in connections.all():
+        if connection.vendor == "postgresql":
+            ended_everywhere(connection)
+
+
+def ended_everywhere(connection: Any) -> None:
+    """The pool closed, and the test database's connections it still counted as taken (three or
+    four at the end of a run, idle: threads of the async tests' ended event loops kept them)
+    ended by the server, so that the database can be dropped."""
+    connection.close_pool()
+    params = connection.get_connection_params()
+    for name in ("cursor_factory", "context", "pool"):
+        params.pop(name, None)
+    test_database = params.pop("dbname")
+    with psycopg.connect(**params, dbname="postgres", autocommit=True) as server:
+        server.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = %s AND pid <> pg_backend_pid()",
+            [test_database],
+        )
 
 
 @pytest.fixture(scope="session")

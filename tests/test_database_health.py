@@ -1,14 +1,11 @@
-"""A kept PostgreSQL connection is checked (a round trip) only when it sat idle: one that sent a
-statement a moment ago is taken as it is, and a connection the server dropped is replaced either
-way, by the check or after the one call that found it gone."""
+"""A PostgreSQL connection the server dropped (a restart, an idle timeout) is never handed to a
+call: Django's pool checks each connection as it hands it out, and replaces a dead one."""
 
 from __future__ import annotations
 
-import math
-
 import psycopg
 import pytest
-from django.db import OperationalError, connection
+from django.db import connection
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -16,11 +13,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def postgresql() -> None:
     if connection.vendor != "postgresql":
-        pytest.skip("SQLite has no server to go away: Django never checks its connections")
+        pytest.skip("SQLite has no server to go away")
 
 
 def a_new_call() -> None:
-    """What Django does at the end of every request (and every database call of the server)."""
+    """What Django does at the end of every request (and every database call of the server):
+    the connection goes back to the pool."""
     connection.close_if_unusable_or_obsolete()
 
 
@@ -33,25 +31,16 @@ def backend() -> int:
 def dropped_by_the_server(pid: int) -> None:
     """The server ends that connection, as a restart or an idle timeout would."""
     params = connection.get_connection_params()
-    params.pop("cursor_factory", None)
-    params.pop("context", None)
+    for name in ("cursor_factory", "context", "pool"):
+        params.pop(name, None)
     with psycopg.connect(**params, autocommit=True) as other:
         other.execute("SELECT pg_terminate_backend(%s)", [pid])
 
 
-def test_a_connection_idle_past_the_healthy_time_is_checked_and_replaced(postgresql):
+def test_a_connection_the_server_dropped_is_replaced_before_any_call_meets_it(postgresql):
     pid = backend()
     a_new_call()
     dropped_by_the_server(pid)
-    connection.used_at = -math.inf  # idle since long ago
-    assert backend() != pid  # the check found it gone: a new connection, no error
-
-
-def test_a_connection_used_a_moment_ago_is_not_checked_and_a_failed_call_replaces_it(postgresql):
-    pid = backend()
+    assert backend() != pid  # no error: the pool's check found it gone
     a_new_call()
-    dropped_by_the_server(pid)
-    with pytest.raises(OperationalError):  # no round trip before it: the statement finds out
-        backend()
-    a_new_call()  # the error closed it
-    assert backend() != pid
+    assert backend() > 0
