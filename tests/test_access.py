@@ -106,7 +106,6 @@ async def test_a_socket_for_no_session_is_closed_as_not_found_and_logs_nothing(
     communicator = WebsocketCommunicator(application, path, headers=headers)
     connected, code = await communicator.connect()
     assert (connected, code) == (False, 4404)
-    await communicator.wait()
     assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
 
 
@@ -245,3 +244,18 @@ async def test_the_api_key_is_in_no_page_log_line_or_error(
 
     everything = "".join(tab.received) + await db_async(pages)() + caplog.text
     assert secret not in everything and "VERY-SECRET" not in everything
+
+
+@pytest.mark.django_db
+def test_every_page_sends_the_content_security_policy(client, owner):
+    """Read as a client reads headers, without a browser (the Chromium tests check that pages
+    keep to it)."""
+    client.force_login(owner)
+    session = make_session(owner, exchanges=1)
+    for url in ("/accounts/login/", "/", session.get_absolute_url(), "/preferences/"):
+        policy = client.get(url)["Content-Security-Policy"]
+        assert set(policy.split("; ")) == {
+            "default-src 'self'", "script-src 'self'", "style-src 'self'",
+            "img-src 'self' data:", "connect-src 'self'", "object-src 'none'",
+            "base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'",
+        }, url  # fmt: skip

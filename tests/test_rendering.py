@@ -62,3 +62,22 @@ def test_a_tables_alignment_is_a_class_never_an_inline_style():
     assert '<td class="align-right">3</td>' in html
     assert "<td>4</td>" in html
     assert "style=" not in html
+
+
+def test_the_sanitiser_alone_strips_what_a_parser_that_passes_html_through_would_let_in():
+    """nh3 is a guard of its own: with markdown-it's raw HTML switched on (as agentweb never
+    has it), the cleaner still leaves no script, handler, style or script URL."""
+    from markdown_it import MarkdownIt
+
+    from sessions.rendering import _cleaner  # agentweb's own cleaner, its rules as shipped
+
+    raw = MarkdownIt("commonmark", {"html": True}).render(
+        '<script>alert(1)</script>\n\n<img src=x onerror="alert(2)">\n\n'
+        '<p style="color:red" onclick="alert(3)">hi</p>\n\n<a href="javascript:alert(4)">x</a>'
+        '\n\n<iframe src="https://evil.example"></iframe>'
+    )
+    assert "<script>" in raw and "onerror" in raw  # the parser let them through
+    cleaned = _cleaner().clean(raw)
+    for gone in ("<script", "alert(1)", "onerror", "onclick", "style=", "javascript:", "<iframe", "<img"):
+        assert gone not in cleaned, gone
+    assert "<p>hi</p>" in cleaned
