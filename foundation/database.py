@@ -3,8 +3,8 @@ PostgreSQL, on a connection of Django's pool).
 
 Its calls run, one at a time, on one thread the process shares. A *short* call of a prompt's
 path (a few statements, bounded whatever the session's size: a frame's check, a prompt
-queued, the next turn, a reply saved) runs instead on a thread of the loop's own pool
-(`thread_sensitive=False`), so that no prompt waits in line behind a long call (a page of
+queued, the next turn, a reply saved) runs instead on one of a few threads of its own
+(`thread_sensitive=False`, `SHORT_CALLS`), so that no prompt waits in line behind a long call (a page of
 thousands of entries, a fork) on the one thread. A write that must not be lost to an outage (a
 reply's final save, the next turn, the release of a claim) is made through `until_it_answers`.
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
 from channels.db import database_sync_to_async
@@ -28,10 +29,17 @@ NOT_ANSWERING = (OperationalError, InterfaceError)
 FIRST_RETRY, LAST_RETRY = 0.25, 4.0  # seconds before trying again: doubled each time, to 4 s
 
 
+# The threads of a prompt's short calls: the process's, whatever event loop calls (a loop's own
+# default pool ends with the loop, and a thread that ends holding a connection of Django's
+# pool keeps it from the pool for good). Each call's connection goes back when the call ends.
+SHORT_CALLS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="short-db-call")
+
+
 def short(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
-    """`func`, a short call of a prompt's path, as `database_sync_to_async` runs it on a thread
-    of the loop's pool (not in line on the one thread)."""
-    return database_sync_to_async(func, thread_sensitive=False)  # type: ignore[no-any-return]
+    """`func`, a short call of a prompt's path, as `database_sync_to_async` runs it on one of
+    SHORT_CALLS's threads (not in line on the one thread)."""
+    call = database_sync_to_async(func, thread_sensitive=False, executor=SHORT_CALLS)
+    return call  # type: ignore[no-any-return]
 
 
 async def until_it_answers(
