@@ -4,9 +4,10 @@ PostgreSQL, on a connection of Django's pool).
 Its calls run, one at a time, on one thread the process shares. A *short* call of a prompt's
 path (a few statements, bounded whatever the session's size: a frame's check, a prompt
 queued, the next turn, a reply saved) runs instead on one of a few threads of its own
-(`thread_sensitive=False`, `SHORT_CALLS`), so that no prompt waits in line behind a long call (a page of
-thousands of entries, a fork) on the one thread. A write that must not be lost to an outage (a
-reply's final save, the next turn, the release of a claim) is made through `until_it_answers`.
+(`thread_sensitive=False`, `SHORT_CALLS`), so that no prompt waits in line behind a long call
+(a page of thousands of entries, a fork) on the one thread. A write that must not be lost to
+an outage (a reply's final save, the next turn, the release of a claim) is made through
+`until_it_answers`.
 """
 
 from __future__ import annotations
