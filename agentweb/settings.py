@@ -154,6 +154,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
             "prepare_threshold": env_int("AGENTWEB_PG_PREPARE_THRESHOLD", 5) or None,
         }
     )
+# The threads a process gives a prompt's short database calls (foundation/database.py): one on
+# SQLite (one writer: more would wait on its lock), four on PostgreSQL.
+AGENTWEB_SHORT_CALL_THREADS = env_int(
+    "AGENTWEB_SHORT_CALL_THREADS",
+    1 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3" else 4,
+)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {
         # WAL lets readers go on while a generation writes; IMMEDIATE avoids

@@ -4,7 +4,7 @@ PostgreSQL, on a connection of Django's pool).
 Its calls run, one at a time, on one thread the process shares. A *short* call of a prompt's
 path (a few statements, bounded whatever the session's size: a frame's check, a prompt
 queued, the next turn, a reply saved) runs instead on one of a few threads of its own
-(`thread_sensitive=False`, `SHORT_CALLS`), so that no prompt waits in line behind a long call
+(`thread_sensitive=False`, `short_calls`), so that no prompt waits in line behind a long call
 (a page of thousands of entries, a fork) on the one thread. A write that must not be lost to
 an outage (a reply's final save, the next turn, the release of a claim) is made through
 `until_it_answers`.
@@ -13,12 +13,14 @@ an outage (a reply's final save, the next turn, the release of a claim) is made 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
 from channels.db import database_sync_to_async
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 P = ParamSpec("P")
@@ -30,16 +32,20 @@ NOT_ANSWERING = (OperationalError, InterfaceError)
 FIRST_RETRY, LAST_RETRY = 0.25, 4.0  # seconds before trying again: doubled each time, to 4 s
 
 
-# The threads of a prompt's short calls: the process's, whatever event loop calls (a loop's own
-# default pool ends with the loop, and a thread that ends holding a connection of Django's
-# pool keeps it from the pool for good). Each call's connection goes back when the call ends.
-SHORT_CALLS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="short-db-call")
+@functools.cache
+def short_calls() -> ThreadPoolExecutor:
+    """The threads of a prompt's short calls: the process's, whatever event loop calls (a loop's
+    own default pool ends with the loop, and a thread that ends holding a connection of
+    Django's pool keeps it from the pool for good). AGENTWEB_SHORT_CALL_THREADS of them: one on
+    SQLite, whose one writer would keep more waiting on its lock, a few on PostgreSQL."""
+    threads = settings.AGENTWEB_SHORT_CALL_THREADS
+    return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="short-db-call")
 
 
 def short(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
     """`func`, a short call of a prompt's path, as `database_sync_to_async` runs it on one of
-    SHORT_CALLS's threads (not in line on the one thread)."""
-    call = database_sync_to_async(func, thread_sensitive=False, executor=SHORT_CALLS)
+    the short calls' threads (not in line on the one thread)."""
+    call = database_sync_to_async(func, thread_sensitive=False, executor=short_calls())
     return call  # type: ignore[no-any-return]
 
 
