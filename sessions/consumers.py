@@ -25,7 +25,7 @@ from . import commands, generation, partials, pushes, sign_ins, status, store, t
 from .commands import session as session_commands
 from .consuming import LeanConsumer
 from .forms import Frame, FrameError, parse_frame
-from .models import ChatSession, Entry, PromptTemplate
+from .models import ChatSession, Entry, PromptTemplate, Refused
 from .numbers import whole_number
 from .partials import announce
 from .partials.events import render
@@ -148,6 +148,8 @@ class SessionConsumer(LeanConsumer):
                 await self.prompt(frame.message)  # checked in the prompt's own database call
             elif await self.may_act():
                 await self.act(frame)
+        except Refused as refused:  # what the user cannot do now, said in one place
+            await self.refuse(str(refused), frame.message)
         except Exception:  # a fault below (the database, a library): said, and the text kept
             log.exception("session %s: a %s frame failed", self.session.pk, frame.action)
             await self.refuse(FRAME_FAILED, frame.message)
@@ -179,27 +181,29 @@ class SessionConsumer(LeanConsumer):
             await self.send(text_data=piece)
 
     async def submit(self, text: str) -> None:
+        """A message from the box: a slash command (each of the registry's, by `COMMANDS`),
+        one of the user's prompt templates, or a prompt. `Refused` says why not."""
         parsed = commands.parse(text)
         if isinstance(parsed, commands.UnknownCommand):  # perhaps one of the user's templates
             names = await database_sync_to_async(PromptTemplate.names_of)(self.session.owner_id)
             parsed = commands.parse(text, template_names=names)
         if isinstance(parsed, commands.UnknownCommand):
-            await self.refuse(parsed.message, text)
-        elif isinstance(parsed, commands.CommandCall) and parsed.name == "help":
-            prompts = await database_sync_to_async(PromptTemplate.of)(self.session.owner_id)
-            await self.send(
-                text_data=partials.help_notice(list(commands.REGISTRY.values()), prompts)
-            )
-        elif isinstance(parsed, commands.CommandCall) and parsed.name in session_commands.NAMES:
-            await self.run_command(parsed, text)
-        elif isinstance(parsed, commands.CommandCall) and parsed.name == "handoff":
-            started = await generation.start_handoff(self.session, parsed.args, render)
-            if started.refusal:
-                await self.refuse(started.refusal, text)
-            elif started.busy:
-                await self.send(text_data=partials.notice(started.busy, "warning"))
-        else:
+            raise Refused(parsed.message)
+        if isinstance(parsed, commands.Prompt):
             await self.prompt(text, checked=True)
+            return
+        await getattr(self, COMMANDS[parsed.name])(parsed)
+
+    async def show_help(self, parsed: commands.CommandCall) -> None:
+        prompts = await database_sync_to_async(PromptTemplate.of)(self.session.owner_id)
+        await self.send(text_data=partials.help_notice(list(commands.REGISTRY.values()), prompts))
+
+    async def hand_off(self, parsed: commands.CommandCall) -> None:
+        started = await generation.start_handoff(self.session, parsed.args, render)
+        if started.refusal:
+            raise Refused(started.refusal)
+        if started.busy:
+            await self.send(text_data=partials.notice(started.busy, "warning"))
 
     async def prompt(self, text: str, *, checked: bool = False) -> None:
         """A prompt for the model; the frame's check made in the prompt's own database call
@@ -211,21 +215,18 @@ class SessionConsumer(LeanConsumer):
         if outcome.unchecked:
             await self.stand_down()
         elif outcome.refusal:
-            await self.refuse(outcome.refusal, text)
+            raise Refused(outcome.refusal)
         elif outcome.queued is not None:
             notice = partials.notice("Queued: it will be sent when the current reply ends.")
             await self.send(text_data=notice)
             await tabs.show(self.session.pk, render(outcome.queued))
             generation.watch(self.session.pk, render)  # its holder may have died
 
-    async def run_command(self, parsed: commands.CommandCall, text: str) -> None:
+    async def run_command(self, parsed: commands.CommandCall) -> None:
         """/thinking, /model, /rename, /new, /export, /tree: what their buttons do."""
         outcome = await database_sync_to_async(session_commands.run)(
             self.session.pk, parsed.name, parsed.args
         )
-        if outcome.refusal:
-            await self.refuse(outcome.refusal, text)
-            return
         if outcome.notice:
             await self.send(text_data=partials.notice(outcome.notice))
         if outcome.goto is not None:
@@ -326,6 +327,15 @@ class SessionConsumer(LeanConsumer):
             await generation.request_snapshot(state["channel"], self.channel_name)
         if state["claimed"]:  # its holder may have died
             generation.watch(self.session.pk, render, holder=state["claimed"])
+
+
+# Every slash command of the registry, and the handler that runs it: one table, exhaustive (a
+# test fails for a command registered without a handler, which would reach the model).
+COMMANDS: dict[str, str] = {
+    "help": "show_help",
+    "handoff": "hand_off",
+    **dict.fromkeys(session_commands.NAMES, "run_command"),
+}
 
 
 def _a_prompt(frame: Frame) -> bool:

@@ -89,3 +89,23 @@ async def test_the_slash_menu_offers_every_command(owner, client):
     page = (await db_async(client.get)(session.get_absolute_url())).content.decode()
     names = re.findall(r'data-name="([a-z]+)"', page)
     assert names == ["handoff", "thinking", "model", "rename", "new", "export", "tree", "help"]
+
+
+async def test_every_registered_command_has_a_handler_and_every_handler_a_command():
+    """One table of the commands a tab runs: a command registered without a handler fails here
+    (it would otherwise reach the model as a prompt, as `/undo` once did)."""
+    from sessions import commands
+    from sessions.consumers import COMMANDS, SessionConsumer
+
+    assert set(COMMANDS) == set(commands.REGISTRY)
+    assert all(callable(getattr(SessionConsumer, name, None)) for name in COMMANDS.values())
+
+
+async def test_an_unknown_command_is_refused_in_words_and_given_back(owner, open_tab):
+    session = await db_async(make_session)(owner)
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="/undo the last step")
+    html = await tab.until("notice--error")
+    assert "Unknown command /undo. Type / to see the commands." in html
+    assert "/undo the last step</textarea>" in html
+    assert not await db_async(Entry.objects.filter(session=session).exists)()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import thinking
-from ..models import ChatSession, Entry
+from ..models import ChatSession, Entry, Refused
 from ..providers import catalog
 
 NAMES = frozenset({"thinking", "model", "rename", "new", "export", "tree"})
@@ -26,10 +26,9 @@ class Goto:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a command did: refused (the typed text comes back), a notice or a page for the tab
+    """What a command did (it raises `Refused` when it cannot): a notice or a page for the tab
     that typed it, and what every tab of the session shows."""
 
-    refusal: str = ""
     notice: str = ""
     goto: Goto | None = None
     renamed: bool = False  # every tab shows the session's new title
@@ -44,15 +43,16 @@ def run(session_id: int, name: str, args: str) -> Outcome:
     if name == "model":
         return _model(session, args)
     if name == "rename":
-        refusal = session.rename(args)
-        return Outcome(refusal=refusal, renamed=not refusal)
+        if refusal := session.rename(args):
+            raise Refused(refusal)
+        return Outcome(renamed=True)
     if name == "new":
         new = ChatSession.objects.create(owner=session.owner, model=catalog.default_model())
         return Outcome(goto=Goto("session", new.pk))
     if name == "export":
         fmt = (args or "md").lower().removeprefix(".")
         if fmt not in ("md", "jsonl"):
-            return Outcome(refusal=f"Export as md or jsonl, not “{args}”.")
+            raise Refused(f"Export as md or jsonl, not “{args}”.")
         return Outcome(goto=Goto(f"export_{fmt}", session_id))
     if name == "tree":
         return Outcome(goto=Goto("tree", session_id))
@@ -74,9 +74,10 @@ def _thinking(session: ChatSession, level: str) -> Outcome:
         return Outcome(
             notice=f"Thinking level: {level}. Set it with /thinking off, low, medium or high."
         )
-    refusal = thinking_refusal(session, level)
-    if refusal or level == session.thinking_level:
-        return Outcome(refusal=refusal)
+    if refusal := thinking_refusal(session, level):
+        raise Refused(refusal)
+    if level == session.thinking_level:
+        return Outcome()
     return Outcome(entry=session.change_thinking(level))
 
 
@@ -88,9 +89,9 @@ def _model(session: ChatSession, wanted: str) -> Outcome:
         return Outcome(notice=f"Model: {current}. Change it with /model and one of: {names}.")
     chosen = next((m.id for m in offered if wanted.lower() in (m.id.lower(), m.label.lower())), "")
     if not chosen:
-        return Outcome(refusal=f"Unknown model “{wanted}”: choose one of {names}.")
+        raise Refused(f"Unknown model “{wanted}”: choose one of {names}.")
     if session.is_generating:
-        return Outcome(refusal=MODEL_BUSY)
+        raise Refused(MODEL_BUSY)
     if chosen == session.model:
         return Outcome()
     return Outcome(entry=session.change_model(chosen))
