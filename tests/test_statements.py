@@ -4,6 +4,7 @@ run, on SQLite and on PostgreSQL."""
 from __future__ import annotations
 
 import contextlib
+import importlib
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -15,12 +16,13 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from sessions import sign_ins, status
+from sessions import sign_ins, statements, status
 from sessions.generation.turns import next_turn, queue_prompt
 from sessions.models import ChatSession, Entry, PendingPrompt, Preferences
 from sessions.statements import Insert, Returning, Statement, Update, sent_together
 
 from . import round_trips
+from . import test_structure as structure
 from .conftest import FAKE_MODEL, make_session
 
 pytestmark = pytest.mark.django_db
@@ -501,3 +503,21 @@ def test_a_statement_read_inside_its_block_is_answered_there(owner):
         assert read() == [(session.title,)]  # its answer, before the block's end
         again = reads.send(session_id=session.pk)
     assert again() == [(session.title,)]
+
+
+SAMPLES = {int: 1, str: "a value", datetime: NOON}
+
+
+def test_every_statement_of_the_app_compiles_and_runs_on_this_database(owner):
+    """Each statement the app defines (`statements.EVERY`, all its modules loaded), compiled for
+    this database with a value of each parameter's type and run: a query changed so that a
+    parameter no longer reaches its SQL as given fails here, not at a user's prompt."""
+    for module in sorted(structure.modules()):
+        if module.startswith("sessions") and ".migrations" not in module:
+            importlib.import_module(module)
+    assert len(statements.EVERY) >= 20
+    for statement in statements.EVERY:
+        values = {name: SAMPLES[kind] for name, kind in statement.names.items()}
+        sql, params = statement.sql(**values)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
