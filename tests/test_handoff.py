@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 
 import pytest
 from django.db.models.signals import post_save
 
+from foundation.database import short
 from sessions import generation, handoff
 from sessions.agent import AgentSession, HandoffCancelled
 from sessions.models import ChatSession, Entry, PendingPrompt, Preferences
@@ -145,6 +147,45 @@ async def test_cancel_closes_the_model_connection_and_creates_nothing(
     assert await session_count() == 1
     reply = (await entries_of(old.pk))[-1]
     assert reply.status == Entry.Status.ABORTED and reply.text.startswith("token0 token1 token2")
+
+
+async def test_a_cancel_between_the_documents_stream_and_the_switch_creates_nothing(
+    owner, fake_anthropic, open_tab
+):
+    """The document has streamed whole; the run checks its coverage and reads its settings
+    before the switch, no stream running. A Cancel then still stops it: the run remembers it
+    (nothing streams to abort) and no new session is made."""
+    chunks = [f"{part}\n\n" for part in DOCUMENT.split("\n\n")]
+    fake_anthropic.enqueue(Reply.held(chunks[:-1], chunks[-1:]))
+    old = await db_async(make_session)(owner, exchanges=1)
+    _, tab = await open_tab(owner, old)
+    await tab.send(message="/handoff")
+    assert await asyncio.to_thread(fake_anthropic.wait_for_hold)
+    # The one database thread held: the run's next read of its settings waits there, after
+    # the document's stream has ended and been saved (a short call, on threads of its own).
+    free = threading.Event()
+    holding = asyncio.ensure_future(db_async(free.wait)(30))
+    try:
+        fake_anthropic.release()
+        async with asyncio.timeout(10):
+            while not await short(_document_saved)(old.pk):
+                await asyncio.sleep(0.05)
+        await tab.send(action="cancel")
+        await tab.ws.send_to(text_data="{not json")  # answered once the Cancel was handled
+        await tab.until("Malformed message")
+    finally:
+        free.set()
+        await holding
+    await tab.until("Handoff cancelled")
+    await generation.wait_idle()
+    assert await session_count() == 1
+    assert len(fake_anthropic.requests) == 1
+
+
+def _document_saved(session_id: int) -> bool:
+    return Entry.objects.filter(
+        session_id=session_id, role="assistant", data__purpose="handoff", status="complete"
+    ).exists()
 
 
 async def test_a_generic_abort_during_a_handoff_never_leaks_the_partial_document(
