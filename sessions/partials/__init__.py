@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.template.loader import render_to_string
 from django.urls import get_script_prefix, reverse
-from django.utils.html import escape, format_html
+from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 from .. import pushes, thinking
@@ -32,7 +32,7 @@ PAGE = "sessions/session.html"
 def entry(entry: Entry) -> str:
     """An entry appended to the transcript."""
     inner = render_to_string(f"{PAGE}#entry", {"entry": entry})
-    return f'<div hx-swap-oob="beforeend:#transcript">{inner}</div>'
+    return render_to_string(f"{PAGE}#appended", {"inner": inner})
 
 
 def entry_again(entry: Entry) -> str:
@@ -212,11 +212,7 @@ def _actions(prefix: str, session_id: int) -> dict[str, str]:
 
 def notice(text: str, level: str = "info") -> str:
     """The notice line under the transcript saying `text`; empty, it ends the one shown."""
-    if not text:
-        return NOTICES.format("")
-    role = "alert" if level == "error" else "status"
-    line = format_html('<p class="notice notice--{}" role="{}">{}</p>', level, role, text)
-    return NOTICES.format(line)
+    return render_to_string(f"{PAGE}#notice", {"text": text, "level": level})
 
 
 def help_notice(commands: Sequence[Any], prompts: Sequence[Any]) -> str:
@@ -225,14 +221,8 @@ def help_notice(commands: Sequence[Any], prompts: Sequence[Any]) -> str:
     return render_to_string(f"{PAGE}#help", context)
 
 
-# The notice line's place under the transcript, swapped whole by each notice.
-NOTICES = (
-    '<div id="notices" class="notices" role="status" aria-live="polite" hx-swap-oob="true">{}</div>'
-)
-
-
 def redirect(url: str) -> str:
-    return format_html('<div id="redirect" hidden hx-swap-oob="true" data-url="{}"></div>', url)
+    return render_to_string(f"{PAGE}#redirect_to", {"url": url})
 
 
 def composer_text(text: str) -> str:
@@ -246,12 +236,8 @@ def composer_text_pieces(text: str) -> list[str]:
     a piece's characters, escaped, are at most six bytes each)."""
     size = (pushes.LIMIT - 1_000) // 6
     pieces = [text[at : at + size] for at in range(0, len(text), size)] or [""]
-    more = [format_html(GIVEN_BACK_MORE, piece) for piece in pieces[1:]]
+    more = [render_to_string(f"{PAGE}#composer_more", {"text": piece}) for piece in pieces[1:]]
     return [composer_text(pieces[0]), *more]
-
-
-# More of a long text given back, appended to the message box the first piece replaced.
-GIVEN_BACK_MORE = '<textarea id="message" hx-swap-oob="beforeend">{}</textarea>'
 
 
 def review(reply: Entry, document: str) -> str:
@@ -260,4 +246,4 @@ def review(reply: Entry, document: str) -> str:
 
 
 def review_closed() -> str:
-    return '<div id="review" hx-swap-oob="true"></div>'
+    return render_to_string(f"{PAGE}#review", {"reply": None, "oob": True})
