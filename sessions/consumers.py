@@ -25,6 +25,7 @@ from . import commands, generation, partials, pushes, sign_ins, status, store, t
 from .commands import session as session_commands
 from .consuming import LeanConsumer
 from .forms import Frame, FrameError, parse_frame
+from .frame_budget import FrameBudget
 from .models import ChatSession, Entry, PromptTemplate, Refused
 from .numbers import whole_number
 from .partials import announce
@@ -383,23 +384,6 @@ def _too_large() -> str:
 
 def _render(entries: list[Any]) -> list[str]:
     return [partials.entry(entry) for entry in fold(entries)]
-
-
-class FrameBudget:
-    """A token bucket: `rate` frames a second on average, `burst` at once."""
-
-    def __init__(self, rate: float, burst: int) -> None:
-        self.rate, self.burst = rate, burst
-        self.tokens, self.updated = float(burst), time.monotonic()
-
-    def take(self) -> bool:
-        now = time.monotonic()
-        self.tokens = min(self.burst, self.tokens + (now - self.updated) * self.rate)
-        self.updated = now
-        if self.tokens < 1:
-            return False
-        self.tokens -= 1
-        return True
 
 
 def _query_int(scope: dict[str, Any], name: str) -> int:

@@ -31,8 +31,6 @@ M = TypeVar("M", bound=Model)
 T = TypeVar("T")
 Rows = list[tuple[Any, ...]]  # a values_list queryset's rows
 
-EVERY: list[Statement[Any]] = []  # every statement made, in the order its module made it
-
 STAND_INS: dict[type, Callable[[int], Any]] = {
     int: lambda n: -2_000_000_000 - n,  # no row's id or count
     str: lambda n: f"\x1fstatement parameter {n}\x1f",
@@ -96,7 +94,6 @@ class Statement(Generic[M]):
     def __init__(self, build: Callable[..., QuerySet[M, Any]], **names: type) -> None:
         self.build, self.names = build, names
         self._compiled: weakref.WeakKeyDictionary[Any, Compiled] = weakref.WeakKeyDictionary()
-        EVERY.append(self)  # a test compiles and runs each on both databases
 
     def _run(self, values: dict[str, Any]) -> tuple[Compiled, Any]:
         compiled = self._here(values)

@@ -16,7 +16,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from sessions import sign_ins, statements, status
+from sessions import sign_ins, status
 from sessions.generation.turns import next_turn, queue_prompt
 from sessions.models import ChatSession, Entry, PendingPrompt, Preferences
 from sessions.statements import Insert, Returning, Statement, Update, sent_together
@@ -509,15 +509,19 @@ SAMPLES = {int: 1, str: "a value", datetime: NOON}
 
 
 def test_every_statement_of_the_app_compiles_and_runs_on_this_database(owner):
-    """Each statement the app defines (`statements.EVERY`, all its modules loaded), compiled for
-    this database with a value of each parameter's type and run: a query changed so that a
-    parameter no longer reaches its SQL as given fails here, not at a user's prompt."""
-    for module in sorted(structure.modules()):
-        if module.startswith("sessions") and ".migrations" not in module:
-            importlib.import_module(module)
-    assert len(statements.EVERY) >= 20
-    for statement in statements.EVERY:
-        values = {name: SAMPLES[kind] for name, kind in statement.names.items()}
+    """Each statement the app's modules define, compiled for this database with a value of each
+    parameter's type and run: a query changed so that a parameter no longer reaches its SQL as
+    given fails here, not at a user's prompt."""
+    found = [
+        value
+        for name in sorted(structure.modules())
+        if name.startswith("sessions") and ".migrations" not in name
+        for attribute, value in vars(importlib.import_module(name)).items()
+        if isinstance(value, Statement)
+    ]
+    assert len(found) >= 20
+    for statement in found:
+        values = {parameter: SAMPLES[kind] for parameter, kind in statement.names.items()}
         sql, params = statement.sql(**values)
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
