@@ -132,14 +132,24 @@ class Daphne:
                 self.kill()
         self.log.close()
         if faults := self.faults():
-            raise AssertionError(f"{self.name}'s log has faults:\n" + "\n".join(faults[:20]))
+            raise AssertionError(f"{self.name}'s log has faults:\n" + "\n".join(faults[:80]))
 
     def faults(self) -> list[str]:
         """The lines of its log that say something went wrong unhandled: an ERROR (daphne's
         "Exception inside application" among them), a traceback, an exception no one
         retrieved."""
         text = (ARTIFACTS / f"{self.name}.log").read_text(errors="replace")
-        return [line for line in text.splitlines() if FAULT.search(line)]
+        lines = text.splitlines()
+        found: list[str] = []
+        for at, line in enumerate(lines):
+            if FAULT.search(line):
+                found.append(line)
+                if line.startswith("Traceback"):  # the whole traceback, to its exception line
+                    for more in lines[at + 1 :]:
+                        found.append(more)
+                        if more and not more.startswith(" "):
+                            break
+        return found
 
 
 class RedisServer:

@@ -119,7 +119,12 @@ async def test_a_reply_whose_final_save_meets_a_stopped_database_is_saved_when_i
         Reply.held(["The whole ", "reply ", "streams "], ["and ends."]),
         Reply.text("The second answer."),
     )
-    server = Daphne("daphne-outage", **claude_env(fake_server.url), DATABASE_URL=postgres.url)
+    # claims renewed every 3 s: one renewal surely meets the stopped database (it must log a
+    # line, not a traceback) and none is lost before the database is back
+    server = Daphne(
+        "daphne-outage", **claude_env(fake_server.url), DATABASE_URL=postgres.url,
+        AGENTWEB_GENERATION_LEASE="9",
+    )  # fmt: skip
     try:
         async with connect(
             server.ws_url(f"/ws/sessions/{made['session']}/"),

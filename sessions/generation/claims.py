@@ -329,7 +329,10 @@ class Leases:
             try:
                 kept = await self.renew(held)
             except Exception as error:
-                log.warning("renewing the claims of generations failed; retrying", exc_info=True)
+                # expected while the database is away: said in a line, not a traceback
+                log.warning(
+                    "renewing the claims of generations failed (%s); retrying", _cause(error)
+                )
                 if self.clock() - renewed_at > self.seconds() * 0.8:
                     # they may run out before the next try
                     self._lose(held, UNRENEWABLE.format(cause=_cause(error)))
