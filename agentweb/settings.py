@@ -385,6 +385,13 @@ AGENTWEB_RECALL_ENTRIES = env_int("AGENTWEB_RECALL_ENTRIES", 8)
 AGENTWEB_RECALL_CHARS = env_int("AGENTWEB_RECALL_CHARS", 4_000)
 # Most tool calls of one round that run; the model's further calls get an error result.
 AGENTWEB_MAX_TOOL_CALLS = env_int("AGENTWEB_MAX_TOOL_CALLS", 32)
+# MCP servers (README, "Tools (MCP)"): the operator's JSON file in the `mcpServers` format
+# (empty: none); a call's longest run, seconds; a server's longest start; the characters of a
+# tool's result the model reads (the rest is left out, with a line saying how much).
+AGENTWEB_MCP_SERVERS = env_str("AGENTWEB_MCP_SERVERS")
+AGENTWEB_MCP_TIMEOUT = env_float("AGENTWEB_MCP_TIMEOUT", 120.0)
+AGENTWEB_MCP_CONNECT_SECONDS = env_float("AGENTWEB_MCP_CONNECT_SECONDS", 30.0)
+AGENTWEB_MCP_RESULT_CHARS = env_int("AGENTWEB_MCP_RESULT_CHARS", 20_000)
 # Todo items open for this many replies without an update: the model gets a reminder (0: never).
 AGENTWEB_TODO_REMINDER_TURNS = env_int("AGENTWEB_TODO_REMINDER_TURNS", 3)
 # The cheap model that writes a session's title, when a user prefers generated titles.

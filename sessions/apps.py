@@ -1,9 +1,11 @@
 from typing import Any
 
 from django.apps import AppConfig
+from django.conf import settings
 from django.contrib.auth.signals import user_logged_out
 from django.db.backends.signals import connection_created
 
+from .mcp import config as mcp_config
 from .tabs import close_sockets_of
 
 
@@ -18,6 +20,7 @@ class ChatConfig(AppConfig):
     def ready(self) -> None:
         user_logged_out.connect(_close_sockets, dispatch_uid="agentweb-close-sockets")
         connection_created.connect(_sqlite_functions, dispatch_uid="agentweb-sqlite-functions")
+        mcp_config.load(settings.AGENTWEB_MCP_SERVERS)  # a bad file stops start-up, in words
 
 
 def _sqlite_functions(sender: Any, connection: Any, **kwargs: Any) -> None:

@@ -13,7 +13,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 
@@ -28,6 +28,7 @@ from ..tokens import Usage
 from .events import Emit
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # The API's stop reasons, as the reference agent's session file names them.
 STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
@@ -143,6 +144,7 @@ class Streamer:
         self.purpose = ""  # what streams now (a reply: ""; handoff; handoff_notes)
         self.stage = ""  # which step of it (a part of a handoff's notes)
         self._task: asyncio.Task[None] | None = None
+        self._call: asyncio.Future[Any] | None = None  # a tool's call on the loop, if one runs
         self._saver: asyncio.Task[None] | None = None  # saves the reply as it streams
         self._saving: asyncio.Future[None] | None = None  # its save under way, if one is
         self._more = asyncio.Event()  # enough new text to save before the interval is up
@@ -169,7 +171,24 @@ class Streamer:
         self.aborted, self.abort_reason, self.keep = True, reason, keep
         if self._task is not None and not self._task.done():
             self._task.cancel()
+        if self._call is not None and not self._call.done():
+            self._call.cancel()
         return True
+
+    async def during(self, work: Awaitable[T]) -> T | None:
+        """Await `work` (a tool's call) so that an abort stops it at once: None when it did
+        (or the turn was aborted before it began)."""
+        call = self._call = asyncio.ensure_future(work)
+        if self.aborted:
+            call.cancel()
+        try:
+            return await call
+        except asyncio.CancelledError:
+            if _current_task_cancelling():  # the job itself is stopping
+                raise
+            return None
+        finally:
+            self._call = None
 
     async def reply(
         self,

@@ -3,7 +3,8 @@ schema, and the function that runs it), and the result the model reads."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,11 +27,19 @@ class Tool:
     name: str
     description: str
     input_schema: dict[str, Any]
-    # Runs on the database thread, given the call's input and the session it runs in; raises
-    # ToolInputError for input it cannot take.
-    run: Callable[[Any, ChatSession], ToolResult]
+    # Given the call's input and the session it runs in; raises ToolInputError for input it
+    # cannot take. A plain function runs on the database thread; an async one (an MCP tool's)
+    # on the event loop, where a Cancel stops it.
+    run: (
+        Callable[[Any, ChatSession], ToolResult]
+        | Callable[[Any, ChatSession], Awaitable[ToolResult]]
+    )
     # Whether a session offers it (None: every session does); asked on the database thread.
     offered: Callable[[ChatSession], bool] | None = None
+
+    @property
+    def on_the_loop(self) -> bool:
+        return inspect.iscoroutinefunction(self.run)
 
     @property
     def definition(self) -> dict[str, Any]:

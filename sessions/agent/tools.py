@@ -8,7 +8,8 @@ error result the model can read and correct: a tool call never stops the generat
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, cast
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -18,6 +19,7 @@ from foundation.database import short
 from ..context import USER
 from ..models import ChatSession, Entry
 from ..providers import ToolCall
+from . import mcp_tools
 from .events import Emit
 from .recall_tool import RECALL
 from .streamer import Prepared, Streamer
@@ -32,6 +34,7 @@ TOOL_LIMIT_TEXT = (
 
 
 TOO_MANY = "Not run: a round runs at most {} tool calls; make this call again in the next round."
+CANCELLED = "The user cancelled this call: it was stopped before it returned."
 
 # The tools, in the order the model is told of them; each session offers those it `offered`.
 TOOLS: tuple[Tool, ...] = (TODO_WRITE, RECALL)
@@ -51,9 +54,24 @@ def run_tool(call: ToolCall, session: ChatSession, tools: tuple[Tool, ...] = TOO
     if call.arguments is None:
         return ToolResult(f"The input is not valid JSON: {call.raw[:200]!r}", True)
     try:
-        return tool.run(call.arguments, session)
+        return cast(ToolResult, tool.run(call.arguments, session))
     except ToolInputError as error:
         return ToolResult(str(error), True)
+
+
+async def run_on_the_loop(
+    tool: Tool, call: ToolCall, session: ChatSession, streamer: Streamer
+) -> ToolResult:
+    """Run a call of an async tool (an MCP tool's), so that a Cancel stops it at once (the
+    SDK tells its server); bad input is an error result, as `run_tool`'s."""
+    if call.arguments is None:
+        return ToolResult(f"The input is not valid JSON: {call.raw[:200]!r}", True)
+    running = cast(Awaitable[ToolResult], tool.run(call.arguments, session))
+    try:
+        done = await streamer.during(running)
+    except ToolInputError as error:
+        return ToolResult(str(error), True)
+    return ToolResult(CANCELLED, True) if done is None else done
 
 
 def record_result(
@@ -101,6 +119,8 @@ class ToolLoop:
         rounds = 0
         if tools is None:
             tools = await short(offered_tools)(self.session)
+        if self.streamer.provider.calls_mcp_tools:
+            tools += await mcp_tools.offered()
         self.tools = tools
         definitions = [tool.definition for tool in self.tools]
         while True:
@@ -134,7 +154,12 @@ class ToolLoop:
         blocks: list[dict[str, Any]] = []
         most = settings.AGENTWEB_MAX_TOOL_CALLS
         for number, call in enumerate(calls, start=1):
-            result, entry = await database_sync_to_async(self._answer)(call, number <= most)
+            tool = next((tool for tool in self.tools if tool.name == call.name), None)
+            if tool is not None and tool.on_the_loop and number <= most:
+                result = await run_on_the_loop(tool, call, self.session, self.streamer)
+                entry = await database_sync_to_async(self._recorded)(call, result)
+            else:
+                result, entry = await database_sync_to_async(self._answer)(call, number <= most)
             self.streamer.remember(entry)
             await self.emit("tool_end", role=Entry.Role.TOOL_RESULT, entry=entry, caller=caller)
             block = {"type": "tool_result", "tool_use_id": call.id, "content": result.text}
@@ -147,8 +172,10 @@ class ToolLoop:
             result = run_tool(call, self.session, self.tools)
         else:
             result = ToolResult(TOO_MANY.format(settings.AGENTWEB_MAX_TOOL_CALLS), True)
-        entry = record_result(
+        return result, self._recorded(call, result)
+
+    def _recorded(self, call: ToolCall, result: ToolResult) -> Entry:
+        return record_result(
             self.session, call.id, call.name, result.text, is_error=result.is_error,
             details=result.details,
         )  # fmt: skip
-        return result, entry

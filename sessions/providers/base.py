@@ -70,6 +70,7 @@ class ProviderError(Exception):
 class Provider(ABC):
     model: str
     spec: ModelSpec  # the model's window and maximum output
+    calls_mcp_tools = True  # offered the operator's MCP tools (the offline model is not)
 
     @abstractmethod
     def stream(

@@ -40,6 +40,7 @@ class Responder(Protocol):
 
 class LocalProvider(Provider):
     model = LOCAL
+    calls_mcp_tools = False  # tools act on real things: they need Claude
 
     def __init__(
         self, responder: Responder, token_delay: float = 0.03, spec: ModelSpec | None = None

@@ -1,0 +1,71 @@
+"""The operator's MCP tools as the agent's `Tool` values: each tool of each connected server,
+named `mcp__<server>__<tool>` (Claude Code's convention), with its description and input schema
+as the server gives them. Arguments outside the schema are refused before the call; a call
+that brings no result (timed out, the server gone, a JSON-RPC error) is an error result the
+model reads. Only tools that say they are read-only are offered until approvals land (the user
+decides on every other call)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jsonschema import SchemaError, ValidationError
+from jsonschema.validators import validator_for
+
+from ..mcp import results
+from ..mcp.hub import ServerTool, ToolFailed, hub
+from ..models import ChatSession
+from .tool import Tool, ToolInputError, ToolResult
+
+PREFIX = "mcp__"
+
+
+def tool_name(server: str, tool: str) -> str:
+    return f"{PREFIX}{server}__{tool}"
+
+
+async def offered() -> tuple[Tool, ...]:
+    """The MCP tools the model may call now: those of the servers that answer, read-only."""
+    return tuple(as_tool(found) for found in await hub().tools() if found.read_only)
+
+
+def as_tool(found: ServerTool) -> Tool:
+    schema = found.tool.input_schema or {"type": "object"}
+
+    async def call(arguments: Any, session: ChatSession) -> ToolResult:
+        checked = _checked(schema, arguments)
+        server = hub().servers[found.server]
+        try:
+            result = await server.call(found.tool.name, checked)
+        except ToolFailed as failed:
+            return ToolResult(f"The tool call failed: {failed}", True)
+        text = results.clipped(results.as_text(result))
+        details = {"server": found.server, "tool": found.tool.name}
+        return ToolResult(text, result.is_error, details=details)
+
+    return Tool(
+        name=tool_name(found.server, found.tool.name),
+        description=found.tool.description or found.tool.title or found.tool.name,
+        input_schema=schema,
+        run=call,
+    )
+
+
+def _checked(schema: dict[str, Any], arguments: Any) -> dict[str, Any]:
+    """The arguments, if the tool's schema takes them; else `ToolInputError` with the fault."""
+    if not isinstance(arguments, dict):
+        raise ToolInputError("The arguments must be a JSON object.")
+    try:
+        validator = validator_for(schema)(schema)
+        error = next(iter(validator.iter_errors(arguments)), None)
+    except SchemaError as bad:
+        raise ToolInputError(f"The tool's own input schema is invalid: {bad.message}") from None
+    if error is not None:
+        raise ToolInputError(_words(error))
+    return arguments
+
+
+def _words(error: ValidationError) -> str:
+    where = "/".join(str(part) for part in error.absolute_path)
+    place = where or "input"
+    return f"Not called: the arguments do not match the tool's schema ({place}: {error.message})."

@@ -1,0 +1,83 @@
+"""The tests' own MCP server (issue 53), written with the SDK's `MCPServer`: tools that are
+slow, fail, crash, answer at length or in HTML, and one that changes things. Run as
+`python -m tests.mcp_servers.workshop [stdio|http PORT] NOTES_FOLDER`; what happens to its
+calls (a call made, a call cancelled) is written to files in NOTES_FOLDER, where a test
+reads it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+
+READ_ONLY = ToolAnnotations(read_only_hint=True)
+server = MCPServer("workshop")
+notes = Path(sys.argv[-1])
+
+
+def note(name: str, text: str = "") -> None:
+    with (notes / name).open("a") as file:
+        file.write(text + "\n")
+
+
+@server.tool(annotations=READ_ONLY)
+def echo(text: str, times: int = 1) -> str:
+    """Say the text back, `times` times over."""
+    note("calls", f"echo {text}")
+    return " ".join([text] * times)
+
+
+@server.tool(annotations=READ_ONLY)
+async def slow(seconds: float) -> str:
+    """Wait `seconds`, then say so."""
+    note("calls", "slow")
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        note("cancelled", "slow")
+        raise
+    return f"waited {seconds:g} s"
+
+
+@server.tool(annotations=READ_ONLY)
+def fail(why: str) -> str:
+    """Fail with `why` (an error result the model reads)."""
+    raise ToolError(why)
+
+
+@server.tool(annotations=READ_ONLY)
+def crash() -> str:
+    """Die mid-call, as a server that crashes does."""
+    note("calls", "crash")
+    os._exit(3)
+
+
+@server.tool(annotations=READ_ONLY)
+def lines(count: int) -> str:
+    """`count` numbered lines of text."""
+    return "\n".join(f"line {n:06d} of the long result" for n in range(1, count + 1))
+
+
+@server.tool(annotations=READ_ONLY)
+def page() -> str:
+    """Some HTML, with a script in it."""
+    return '<script>alert("owned")</script><img src=x onerror=alert(1)>'
+
+
+@server.tool()
+def write(name: str) -> str:
+    """Write a file (a tool that changes things: not read-only)."""
+    note("written", name)
+    return f"wrote {name}"
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")

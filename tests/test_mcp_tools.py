@@ -1,0 +1,298 @@
+"""The agent acts through MCP tools (issue 53): the operator's file of servers, their tools
+offered to Claude as `mcp__<server>__<tool>`, read-only tools run at once, and every way a
+call can go wrong an error result the model reads. Real servers: `mcp-server-time` from PyPI
+and the tests' own (tests/mcp_servers/workshop.py), over stdio; the model is the fake
+Anthropic server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from sessions import generation
+from sessions.mcp import config, hub
+from sessions.mcp.config import ServersFileError
+from sessions.models import Entry
+
+from .conftest import db_async, make_session
+from .fake_anthropic import Reply
+from .servers import ROOT
+
+
+@pytest_asyncio.fixture
+async def servers(settings: Any, tmp_path: Path) -> AsyncIterator[Path]:
+    """The operator's file naming `time` (mcp-server-time) and `workshop` (the tests' own),
+    both over stdio; yields the folder where the workshop notes what happens to its calls."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (tmp_path / "mcp.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "time": {
+                        "command": sys.executable,
+                        "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"],
+                    },
+                    "workshop": {
+                        "command": sys.executable,
+                        "args": ["-m", "tests.mcp_servers.workshop", "stdio", str(notes)],
+                        "cwd": str(ROOT),
+                    },
+                }
+            }
+        )
+    )
+    settings.AGENTWEB_MCP_SERVERS = str(tmp_path / "mcp.json")
+    yield notes
+    await hub.close()
+
+
+def requests_tools(fake_anthropic: Any, number: int = 0) -> list[str]:
+    return [tool["name"] for tool in fake_anthropic.requests[number]["json"].get("tools", [])]
+
+
+def result_sent(fake_anthropic: Any, number: int = 1) -> dict[str, Any]:
+    """The tool_result block request `number` sent back to the model."""
+    return fake_anthropic.requests[number]["json"]["messages"][-1]["content"][0]
+
+
+# --- the operator's file ---------------------------------------------------------------------
+def test_the_file_names_stdio_and_http_servers_with_variables_from_the_environment(tmp_path):
+    path = tmp_path / "mcp.json"
+    path.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "git": {"command": "uvx", "args": ["mcp-server-git", "--repository", "${REPO}"],
+                            "env": {"TOKEN": "${TOKEN:-none}"}},
+                    "docs": {"type": "http", "url": "https://mcp.example.com/mcp",
+                             "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}},
+                }
+            }
+        )
+    )  # fmt: skip
+    git, docs = config.load(str(path), {"REPO": "/srv/repo", "DOCS_TOKEN": "s3cret"})
+    assert (git.transport, git.command, git.args) == (
+        "stdio", "uvx", ("mcp-server-git", "--repository", "/srv/repo"),
+    )  # fmt: skip
+    assert git.env == {"TOKEN": "none"}
+    assert (docs.transport, docs.url) == ("http", "https://mcp.example.com/mcp")
+    assert docs.headers == {"Authorization": "Bearer s3cret"}
+
+
+@pytest.mark.parametrize(
+    ("text", "fault"),
+    [
+        ("{not json", "is not JSON"),
+        ('{"servers": {}}', 'has no "mcpServers" object'),
+        ('{"mcpServers": {"a__b": {"command": "x"}}}', "needs a name of letters"),
+        ('{"mcpServers": {"git": {"command": "x", "args": "y"}}}', '"args" that is not a list'),
+        ('{"mcpServers": {"git": {"type": "sse", "url": "http://x"}}}', "has type 'sse'"),
+        ('{"mcpServers": {"docs": {"type": "http", "url": "ftp://x"}}}', 'needs a "url"'),
+        ('{"mcpServers": {"git": {"command": "${NOT_SET_ANYWHERE}"}}}', "${NOT_SET_ANYWHERE}"),
+    ],
+)
+def test_a_malformed_file_is_refused_naming_the_file_and_the_fault(tmp_path, text, fault):
+    path = tmp_path / "mcp.json"
+    path.write_text(text)
+    with pytest.raises(ServersFileError) as refused:
+        config.load(str(path), {})
+    assert str(path) in str(refused.value)
+    assert fault in str(refused.value)
+
+
+def test_a_missing_file_stops_start_up_with_its_name(tmp_path):
+    missing = tmp_path / "nowhere.json"
+    started = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT, capture_output=True, text=True,
+        env={**os.environ, "AGENTWEB_MCP_SERVERS": str(missing)},
+    )  # fmt: skip
+    assert started.returncode != 0
+    assert f"AGENTWEB_MCP_SERVERS: cannot read {missing}: No such file or directory." in (
+        started.stderr
+    )
+
+
+# --- tools offered and run ---------------------------------------------------------------------
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_read_only_tool_is_offered_and_runs_at_once(
+    owner, fake_anthropic, open_tab, servers
+):
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(
+        Reply.tool("mcp__time__get_current_time", {"timezone": "Europe/Paris"}),
+        Reply.text("It is evening in Paris."),
+    )
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="What time is it in Paris?")
+    await tab.until("It is evening in Paris.</p>")
+    await generation.wait_idle()
+
+    offered = requests_tools(fake_anthropic)
+    assert "mcp__time__get_current_time" in offered and "mcp__time__convert_time" in offered
+    assert "mcp__workshop__echo" in offered
+    assert "mcp__workshop__write" not in offered  # it changes things: it waits for approvals
+    first = fake_anthropic.requests[0]["json"]["tools"]
+    schema = next(t for t in first if t["name"] == "mcp__time__get_current_time")["input_schema"]
+    assert schema["required"] == ["timezone"]
+    result = result_sent(fake_anthropic)
+    assert result.get("is_error") is None
+    assert '"timezone": "Europe/Paris"' in result["content"]
+    stored = await db_async(lambda: list(Entry.objects.filter(role="toolResult")))()
+    assert stored[0].data["message"]["toolName"] == "mcp__time__get_current_time"
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_arguments_outside_the_schema_are_refused_before_the_call(
+    owner, fake_anthropic, open_tab, servers
+):
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(
+        Reply.tool("mcp__workshop__echo", {"text": 42}), Reply.text("Let me fix that.")
+    )
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Echo")
+    await tab.until("Let me fix that.</p>")
+    await generation.wait_idle()
+    result = result_sent(fake_anthropic)
+    assert result["is_error"] is True
+    assert result["content"] == (
+        "Not called: the arguments do not match the tool's schema (text: 42 is not of type "
+        "'string')."
+    )
+    assert not (servers / "calls").exists()  # the server never saw it
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_tool_error_and_a_crash_are_results_the_model_reads_and_the_server_restarts(
+    owner, fake_anthropic, open_tab, servers
+):
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(
+        Reply.tool("mcp__workshop__fail", {"why": "the disk is full"}),
+        Reply.tool("mcp__workshop__crash", {}),
+        Reply.tool("mcp__workshop__echo", {"text": "back", "times": 2}),
+        Reply.text("All done."),
+    )
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Try them all")
+    await tab.until("All done.</p>")
+    await generation.wait_idle()
+    failed, crashed, echoed = (result_sent(fake_anthropic, n) for n in (1, 2, 3))
+    assert (failed["is_error"], failed["content"]) == (
+        True,
+        "Error executing tool fail: the disk is full",
+    )
+    assert crashed["is_error"] is True
+    assert crashed["content"].startswith("The tool call failed: the MCP server 'workshop' ")
+    assert (echoed["content"], echoed.get("is_error")) == ("back back", None)  # started again
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_long_result_is_clipped_with_a_line_saying_how_much(
+    owner, fake_anthropic, open_tab, servers, settings
+):
+    settings.AGENTWEB_MCP_RESULT_CHARS = 1_000
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(Reply.tool("mcp__workshop__lines", {"count": 500}), Reply.text("Read."))
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Read it")
+    await tab.until("Read.</p>")
+    await generation.wait_idle()
+    whole = len("\n".join(f"line {n:06d} of the long result" for n in range(1, 501)))
+    content = result_sent(fake_anthropic)["content"]
+    assert content.startswith("line 000001 of the long result\n")
+    assert content.endswith(f"\n[… {whole - 1000:,} more characters of this result left out]")
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_html_from_a_server_is_shown_as_text(owner, fake_anthropic, open_tab, servers):
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(Reply.tool("mcp__workshop__page", {}), Reply.text("Fetched."))
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Fetch the page")
+    html = await tab.until("Fetched.</p>")
+    await generation.wait_idle()
+    assert "<script>alert" not in html and "onerror=alert(1)>" not in html
+    assert "&lt;script&gt;alert(&quot;owned&quot;)&lt;/script&gt;" in html
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_call_past_the_timeout_fails_as_timed_out(
+    owner, fake_anthropic, open_tab, servers, settings
+):
+    settings.AGENTWEB_MCP_TIMEOUT = 0.5
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(Reply.tool("mcp__workshop__slow", {"seconds": 30}), Reply.text("Late."))
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Wait")
+    await tab.until("Late.</p>", timeout=20)
+    await generation.wait_idle()
+    result = result_sent(fake_anthropic)
+    assert result == {
+        "type": "tool_result",
+        "tool_use_id": "toolu_fake_0",
+        "content": "The tool call failed: the call timed out after 0.5 s",
+        "is_error": True,
+    }
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_cancel_during_a_call_ends_the_reply_and_the_server_is_told(
+    owner, fake_anthropic, open_tab, servers
+):
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(Reply.tool("mcp__workshop__slow", {"seconds": 60}), Reply.text("Never."))
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Wait a minute")
+    for _ in range(200):  # until the server has the call
+        if (servers / "calls").exists():
+            break
+        await asyncio.sleep(0.05)
+    await tab.send(action="cancel")
+    await tab.until_idle(timeout=10)
+    await generation.wait_idle()
+    for _ in range(100):  # the SDK's notifications/cancelled reaches the server
+        if (servers / "cancelled").exists():
+            break
+        await asyncio.sleep(0.05)
+    assert (servers / "cancelled").read_text() == "slow\n"
+    assert len(fake_anthropic.requests) == 1  # the reply ended: the model was not asked again
+    stored = await db_async(lambda: [e.content for e in Entry.objects.filter(role="toolResult")])()
+    assert stored == [
+        [
+            {
+                "type": "text",
+                "text": "The user cancelled this call: it was stopped before it returned.",
+            }
+        ]
+    ]  # noqa: E501
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_the_offline_model_is_offered_no_mcp_tools(owner, open_tab, servers):
+    from sessions.agent.provider import provider_for
+    from sessions.agent.tools import offered_tools
+
+    assert provider_for("local").calls_mcp_tools is False
+    assert provider_for("claude-fake-test").calls_mcp_tools is True
+    session = await db_async(make_session)(owner, model="local")
+    assert all(not t.name.startswith("mcp__") for t in await db_async(offered_tools)(session))
