@@ -39,6 +39,7 @@ urlpatterns = [
     path("sessions/<int:session_id>/compare/<int:other_id>/", views.compare, name="compare"),
     path("preferences/", views.preferences, name="preferences"),
     path("prompts/", views.prompts, name="prompts"),
+    path("tools/", views.tools, name="tools"),
     path("prompts/<int:prompt_id>/", views.edit_prompt, name="edit_prompt"),
     path("prompts/<int:prompt_id>/delete/", views.delete_prompt, name="delete_prompt"),
 ]

@@ -11,7 +11,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from sessions.models import Entry
 
 from .conftest import db_async, make_session
 from .fake_anthropic import Reply
-from .servers import ROOT
+from .servers import ROOT, free_port, wait_for_port
 
 
 @pytest_asyncio.fixture
@@ -296,3 +296,98 @@ async def test_the_offline_model_is_offered_no_mcp_tools(owner, open_tab, server
     assert provider_for("claude-fake-test").calls_mcp_tools is True
     session = await db_async(make_session)(owner, model="local")
     assert all(not t.name.startswith("mcp__") for t in await db_async(offered_tools)(session))
+
+
+# --- servers: streamable HTTP, and one that cannot start ----------------------------------------
+@pytest.fixture
+def http_workshop(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """The tests' own server over streamable HTTP, on a port of its own: its URL and notes."""
+    notes = tmp_path / "http-notes"
+    notes.mkdir()
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.mcp_servers.workshop", "http", str(port), str(notes)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_for_port(port, process, "workshop over HTTP")
+        yield f"http://127.0.0.1:{port}/mcp", notes
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.mark.asyncio
+async def test_a_streamable_http_server_is_listed_and_called_with_its_headers(
+    http_workshop, tmp_path, settings
+):
+    url, notes = http_workshop
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"web": {
+        "type": "http", "url": url, "headers": {"X-Agentweb-Test": "${WEB_TOKEN}"},
+    }}}))  # fmt: skip
+    os.environ["WEB_TOKEN"] = "token-123"
+    settings.AGENTWEB_MCP_SERVERS = str(path)
+    try:
+        found = await hub.hub().tools()
+        assert {t.tool.name for t in found} >= {"echo", "slow", "write"}
+        assert {t.server for t in found} == {"web"}
+        result = await hub.hub().servers["web"].call("echo", {"text": "over http", "times": 1})
+        assert result.content[0].text == "over http"
+        assert (notes / "calls").read_text() == "echo over http\n"
+    finally:
+        del os.environ["WEB_TOKEN"]
+        await hub.close()
+
+
+@pytest.mark.asyncio
+async def test_a_server_that_cannot_start_is_failed_with_its_error_and_the_others_still_serve(
+    tmp_path, settings
+):
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {
+        "broken": {"command": sys.executable, "args": ["-c", "import sys; sys.exit('no config here')"]},
+        "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
+    }}))  # fmt: skip
+    settings.AGENTWEB_MCP_SERVERS = str(path)
+    try:
+        found = await hub.hub().tools()
+        assert {t.server for t in found} == {"time"}
+        broken = hub.hub().servers["broken"]
+        assert broken.state == "failed"
+        assert "no config here" in broken.error
+    finally:
+        await hub.close()
+
+
+# --- the Tools page ----------------------------------------------------------------------------
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_the_tools_page_lists_each_server_its_state_and_its_tools(
+    owner, async_client, servers, settings, tmp_path
+):
+    listed = json.loads(Path(settings.AGENTWEB_MCP_SERVERS).read_text())
+    listed["mcpServers"]["broken"] = {
+        "command": sys.executable,
+        "args": ["-c", "raise SystemExit('bad token')"],
+    }  # noqa: E501
+    (tmp_path / "more.json").write_text(json.dumps(listed))
+    settings.AGENTWEB_MCP_SERVERS = str(tmp_path / "more.json")
+    settings.ANTHROPIC_API_KEY = ""
+    await async_client.aforce_login(owner)
+    page = (await async_client.get("/tools/")).content.decode()
+    assert '<a href="/tools/">Tools</a>' in page
+    assert '<h2 id="server-1">time</h2>' in page
+    assert '<span class="badge">connected</span> · stdio · <code>' in page
+    assert "<code>mcp__time__get_current_time</code>" in page
+    assert '<code>mcp__workshop__write</code>\n        <span class="badge">changes things' in page
+    assert '<span class="badge">failed</span>' in page
+    assert "bad token" in page
+    assert "Tools need Claude: the offline model does not call them" in page
+
+
+@pytest.mark.django_db
+def test_the_tools_page_says_when_no_server_is_configured(client, owner):
+    client.force_login(owner)
+    page = client.get("/tools/").content.decode()
+    assert "No MCP servers are configured." in page

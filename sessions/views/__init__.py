@@ -25,6 +25,7 @@ from .pages import (
     tree,
 )
 from .prompts import delete_prompt, edit_prompt, prompts
+from .tools import tools
 
 __all__ = [
     "PasswordChange",
@@ -36,6 +37,7 @@ __all__ = [
     "delete_prompt",
     "edit_prompt",
     "prompts",
+    "tools",
     "earlier_entries",
     "edit_todos",
     "export",
