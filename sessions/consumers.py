@@ -26,7 +26,7 @@ from .commands import session as session_commands
 from .consuming import LeanConsumer
 from .forms import Frame, FrameError, parse_frame
 from .frame_budget import FrameBudget
-from .models import ChatSession, Entry, PromptTemplate, Refused
+from .models import ChatSession, Entry, PromptTemplate, Refused, ToolQuestion
 from .numbers import whole_number
 from .partials import announce
 from .partials.events import render
@@ -167,6 +167,10 @@ class SessionConsumer(LeanConsumer):
             if refusal := await generation.branch_and_reply(self.session, entry_id, text, render):
                 # The edited text stays in its own box, unsent.
                 await self.send(text_data=partials.notice(refusal, "error"))
+        elif frame.action == "answer":  # a tool call's question: Allow once / for the session, Deny
+            await generation.answer(
+                self.session.pk, frame.question or 0, frame.answer, self.generating_on
+            )
         elif frame.action == "handoff_discard":
             await self.send(text_data=partials.review_closed())
             await generation.start_if_queued(self.session, render)  # prompts that waited for it
@@ -371,7 +375,8 @@ def _catch_up(session_id: int, after: int) -> dict[str, Any]:
         "after": max([after, *newer]),
         "newer": Entry.in_order(shown),
         "skipped": len(newer) - len(shown),
-        "status": partials.status(session, status.read(session)),
+        "status": partials.status(session, status.read(session))
+        + partials.questions(ToolQuestion.open_in(session.pk, session.generation_id)),
         "channel": session.generation_channel if session.is_generating else "",
         "claimed": session.generation_id,
     }

@@ -40,13 +40,20 @@ class FrameForm(forms.Form):
     action = forms.ChoiceField(
         choices=[
             (a, a)
-            for a in ("send", "cancel", "handoff_confirm", "handoff_discard", "edit", "regenerate")
+            for a in (
+                "send", "cancel", "handoff_confirm", "handoff_discard", "edit", "regenerate",
+                "answer",
+            )
         ],
         required=False,
-    )
+    )  # fmt: skip
     message = forms.CharField(required=False, strip=False)
     document = forms.CharField(required=False, strip=False)
     entry = WholeNumberField(required=False, min_value=1)
+    question = WholeNumberField(required=False, min_value=1)  # answer: the question answered
+    answer = forms.ChoiceField(  # answer: the user's button
+        choices=[("once", "once"), ("session", "session"), ("deny", "deny")], required=False
+    )
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -56,6 +63,9 @@ class FrameForm(forms.Form):
             raise forms.ValidationError("Type a message first.")
         if data["action"] in ("edit", "regenerate") and not data.get("entry") and not self.errors:
             raise forms.ValidationError("Which message? The frame names no entry.")
+        answering = data["action"] == "answer"
+        if answering and not (data.get("question") and data.get("answer")) and not self.errors:
+            raise forms.ValidationError("Which question, and which answer? The frame says not.")
         return data
 
 
@@ -88,6 +98,8 @@ class Frame:
     message: str = ""
     document: str = ""
     entry: int | None = None
+    question: int | None = None  # the tool call's question an `answer` frame answers
+    answer: str = ""  # once, session or deny
 
 
 class FrameError(ValueError):
@@ -123,7 +135,10 @@ def parse_frame(text_data: str | None) -> Frame:
         reason = " ".join(str(e) for errors in form.errors.values() for e in errors)
         raise FrameError(reason, typed or "")
     data = form.cleaned_data
-    return Frame(data["action"], data["message"], data["document"], data["entry"])
+    return Frame(
+        data["action"], data["message"], data["document"], data["entry"],
+        data["question"], data["answer"],
+    )  # fmt: skip
 
 
 def _typed(text_data: str) -> str:

@@ -21,7 +21,7 @@ import pytest_asyncio
 from sessions import generation
 from sessions.mcp import config, hub
 from sessions.mcp.config import ServersFileError
-from sessions.models import Entry
+from sessions.models import Entry, ToolQuestion
 
 from .conftest import db_async, make_session
 from .fake_anthropic import Reply
@@ -142,7 +142,7 @@ async def test_a_read_only_tool_is_offered_and_runs_at_once(
     offered = requests_tools(fake_anthropic)
     assert "mcp__time__get_current_time" in offered and "mcp__time__convert_time" in offered
     assert "mcp__workshop__echo" in offered
-    assert "mcp__workshop__write" not in offered  # it changes things: it waits for approvals
+    assert "mcp__workshop__write" in offered  # it changes things: offered, and asks first
     first = fake_anthropic.requests[0]["json"]["tools"]
     schema = next(t for t in first if t["name"] == "mcp__time__get_current_time")["input_schema"]
     assert schema["required"] == ["timezone"]
@@ -151,6 +151,7 @@ async def test_a_read_only_tool_is_offered_and_runs_at_once(
     assert '"timezone": "Europe/Paris"' in result["content"]
     stored = await db_async(lambda: list(Entry.objects.filter(role="toolResult")))()
     assert stored[0].data["message"]["toolName"] == "mcp__time__get_current_time"
+    assert await db_async(ToolQuestion.objects.count)() == 0  # read-only: nobody was asked
 
 
 @pytest.mark.asyncio
@@ -380,7 +381,7 @@ async def test_the_tools_page_lists_each_server_its_state_and_its_tools(
     assert '<h2 id="server-1">time</h2>' in page
     assert '<span class="badge">connected</span> · stdio · <code>' in page
     assert "<code>mcp__time__get_current_time</code>" in page
-    assert '<code>mcp__workshop__write</code>\n        <span class="badge">changes things' in page
+    assert '<code>mcp__workshop__write</code>\n        <span class="badge">changes things: asks you first' in page
     assert '<span class="badge">failed</span>' in page
     assert "bad token" in page
     assert "Tools need Claude: the offline model does not call them" in page

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from ..models import Entry
+from ..models import Entry, ToolQuestion
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,7 @@ class AgentEvent:
     purpose: str = ""
     stage: str = ""  # which step of a longer generation, e.g. "part 2 of 5" of a handoff's notes
     caller: Entry | None = None  # tool_end: the reply whose call this result answers
+    question: ToolQuestion | None = None  # tool_question, tool_answered: the user's say
 
 
 Listener = Callable[[AgentEvent], Awaitable[None]]

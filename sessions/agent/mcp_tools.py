@@ -2,8 +2,7 @@
 named `mcp__<server>__<tool>` (Claude Code's convention), with its description and input schema
 as the server gives them. Arguments outside the schema are refused before the call; a call
 that brings no result (timed out, the server gone, a JSON-RPC error) is an error result the
-model reads. Only tools that say they are read-only are offered until approvals land (the user
-decides on every other call)."""
+model reads. A tool that does not say it only reads asks the user first (`approvals`)."""
 
 from __future__ import annotations
 
@@ -25,8 +24,8 @@ def tool_name(server: str, tool: str) -> str:
 
 
 async def offered() -> tuple[Tool, ...]:
-    """The MCP tools the model may call now: those of the servers that answer, read-only."""
-    return tuple(as_tool(found) for found in await hub().tools() if found.read_only)
+    """The MCP tools the model may call now: those of the servers that answer."""
+    return tuple(as_tool(found) for found in await hub().tools())
 
 
 def as_tool(found: ServerTool) -> Tool:
@@ -48,6 +47,8 @@ def as_tool(found: ServerTool) -> Tool:
         description=found.tool.description or found.tool.title or found.tool.name,
         input_schema=schema,
         run=call,
+        server=found.server,
+        asks_first=not found.read_only,
     )
 
 

@@ -19,6 +19,7 @@ from .. import context, store, todos
 from ..context import add_to_context, entry_parts
 from ..models import ChatSession, Entry, PendingPrompt, PromptTemplate
 from ..providers import Provider
+from .approvals import Approvals
 from .events import AgentEvent, Listener, ignore
 from .handoff_run import HandoffResult, HandoffRun, switch
 from .provider import provider_for
@@ -56,6 +57,7 @@ class AgentSession:
             on_stream_end=on_stream_end,
         )
         self.handoff_run: HandoffRun | None = None  # while /handoff runs
+        self.approvals = Approvals()  # the questions a tool call asks the user
 
     # --- state -------------------------------------------------------------
     @property
@@ -147,9 +149,7 @@ class AgentSession:
                 _, reply = await self.streamer.reply(self.session, purpose, self.messages, prepared)
             else:
                 tools = await self._before_the_turn(ready)
-                reply = await ToolLoop(
-                    self.session, self.streamer, self.emit, self.messages
-                ).answer(tools=tools)
+                reply = await self._tool_loop().answer(tools=tools)
             await self.emit("agent_end", entry=reply, purpose=purpose)
             return reply
         finally:
@@ -161,12 +161,17 @@ class AgentSession:
         self.streamer.begin()
         try:
             await self.emit("agent_start")
-            loop = ToolLoop(self.session, self.streamer, self.emit, self.messages)
-            reply = await loop.answer(beside_others=True)
+            reply = await self._tool_loop().answer(beside_others=True)
             await self.emit("agent_end", entry=reply)
             return reply
         finally:
             self.streamer.end()
+
+    def _tool_loop(self) -> ToolLoop:
+        return ToolLoop(
+            self.session, self.streamer, self.emit, self.messages,
+            approvals=self.approvals, generation_id=self.generation_id,
+        )  # fmt: skip
 
     async def follow_up(self, text: str) -> None:
         await database_sync_to_async(PendingPrompt.objects.create)(session=self.session, text=text)

@@ -36,6 +36,8 @@ class Tool:
     )
     # Whether a session offers it (None: every session does); asked on the database thread.
     offered: Callable[[ChatSession], bool] | None = None
+    server: str = ""  # the MCP server it comes from ("": agentweb's own)
+    asks_first: bool = False  # it changes things: the user allows or denies each call
 
     @property
     def on_the_loop(self) -> bool:

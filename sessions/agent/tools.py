@@ -18,8 +18,10 @@ from foundation.database import short
 
 from ..context import USER
 from ..models import ChatSession, Entry
+from ..models.questions import ALLOWED
 from ..providers import ToolCall
 from . import mcp_tools
+from .approvals import Approvals, refusal
 from .events import Emit
 from .recall_tool import RECALL
 from .streamer import Prepared, Streamer
@@ -103,10 +105,15 @@ class ToolLoop:
         streamer: Streamer,
         emit: Emit,
         messages: list[dict[str, Any]],
+        *,
+        approvals: Approvals | None = None,
+        generation_id: str = "",
     ) -> None:
         self.session = session
         self.streamer = streamer
         self.emit = emit
+        self.approvals = approvals or Approvals()
+        self.generation_id = generation_id
         # The request, as the model reads it: the context, then each round's structured
         # tool_use and tool_result blocks.
         self.request = [{"role": m["role"], "content": list(m["content"])} for m in messages]
@@ -156,7 +163,7 @@ class ToolLoop:
         for number, call in enumerate(calls, start=1):
             tool = next((tool for tool in self.tools if tool.name == call.name), None)
             if tool is not None and tool.on_the_loop and number <= most:
-                result = await run_on_the_loop(tool, call, self.session, self.streamer)
+                result = await self._asked_and_run(tool, call)
                 entry = await database_sync_to_async(self._recorded)(call, result)
             else:
                 result, entry = await database_sync_to_async(self._answer)(call, number <= most)
@@ -165,6 +172,17 @@ class ToolLoop:
             block = {"type": "tool_result", "tool_use_id": call.id, "content": result.text}
             blocks.append({**block, "is_error": True} if result.is_error else block)
         return {"role": USER, "content": blocks}
+
+    async def _asked_and_run(self, tool: Tool, call: ToolCall) -> ToolResult:
+        """An async tool's call, asked of the user first when the tool changes things (and its
+        arguments are the object it takes)."""
+        if tool.asks_first and isinstance(call.arguments, dict):
+            answer = await self.approvals.ask(
+                self.session, self.generation_id, call, tool, self.streamer, self.emit
+            )
+            if answer not in ALLOWED:
+                return ToolResult(refusal(answer), True)
+        return await run_on_the_loop(tool, call, self.session, self.streamer)
 
     def _answer(self, call: ToolCall, runs: bool) -> tuple[ToolResult, Entry]:
         """Run a call (or refuse it: past the round's cap) and store its result."""

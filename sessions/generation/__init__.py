@@ -9,6 +9,7 @@
 """
 
 from .api import (
+    answer,
     branch_and_reply,
     cancel,
     confirm_handoff,
@@ -26,6 +27,7 @@ from .claims import recover_interrupted
 
 __all__ = [
     "branch_and_reply",
+    "answer",
     "cancel",
     "confirm_handoff",
     "recover_interrupted",

@@ -22,7 +22,7 @@ from foundation.database import short, until_it_answers
 from .. import tabs, titles
 from ..agent import AgentSession
 from ..agent.handoff_run import switch_failed
-from ..models import ChatSession, Entry
+from ..models import ChatSession, Entry, Refused, ToolQuestion
 from ..sign_ins import Held
 from .caps import over_a_cap
 from .claims import claim, claim_of, expire, take_back
@@ -32,6 +32,7 @@ from .turns import Submitted, begin_branch, queue_prompt
 
 log = logging.getLogger(__name__)
 
+ANSWERED_ALREADY = "That question was answered already, or is not this session's."
 BUSY = "A handoff or reply is already running in this session: wait for it or cancel it."
 USED = "That handoff document can no longer be used: it already started a session."
 LEASE_MARGIN = 0.2  # seconds past a lease's end before its claim counts as left
@@ -154,6 +155,18 @@ def stop(session_ids: list[int]) -> None:
     for channel in channels:
         if channel:
             send(channel, {"type": "generation.cancel"})
+
+
+async def answer(session_id: int, question_id: int, answer: str, channel: str) -> None:
+    """A tab's answer to a tool call's question of this session, stored once (the first answer
+    wins, from whichever tab), and sent to the job that waits on it, in whatever process
+    (`channel`: the job's, as the caller has just read it). `Refused` when it is no open
+    question of this session."""
+    if not await short(ToolQuestion.answer_once)(session_id, question_id, answer):
+        raise Refused(ANSWERED_ALREADY)
+    if channel:
+        message = {"type": "generation.answer", "question": question_id, "answer": answer}
+        await get_channel_layer().send(channel, message)
 
 
 async def request_snapshot(channel: str, reply_to: str) -> None:

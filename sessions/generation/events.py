@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..models import ChatSession, Entry
+from ..models import ChatSession, Entry, ToolQuestion
 from ..status import StatusLine
 
 
@@ -96,6 +96,13 @@ class ToolAnswered:
 
 
 @dataclass(frozen=True)
+class QuestionShown:
+    """A tool call waits for the user's answer, or got it."""
+
+    question: ToolQuestion
+
+
+@dataclass(frozen=True)
 class TitleChanged:
     session: ChatSession
 
@@ -120,6 +127,7 @@ Event = (
     | BlocksClosed
     | EntryAdded
     | ToolAnswered
+    | QuestionShown
     | TitleChanged
     | TranscriptShown
 )

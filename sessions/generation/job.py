@@ -31,6 +31,7 @@ from .events import (
     EntryAdded,
     Live,
     Notice,
+    QuestionShown,
     Render,
     ReviewOffered,
     StatusShown,
@@ -202,6 +203,8 @@ class Job:
             kind = message.get("type")
             if kind == "generation.cancel":
                 self.agent.cancel()
+            elif kind == "generation.answer":  # a tab answered a tool call's question
+                self.agent.approvals.answered(int(message["question"]), str(message["answer"]))
             elif kind == "generation.snapshot_request":
                 async with self.relay.holding():  # no event can slip between snapshot and seq
                     streamer = self.agent.streamer
@@ -239,6 +242,8 @@ class Job:
             await relay.notify(Notice(SAVING, "warning"))
         elif event.type == "saved":
             await relay.notify(ENDED)
+        elif event.type in ("tool_question", "tool_answered") and event.question is not None:
+            await relay.publish(QuestionShown(event.question))
         elif event.type == "tool_end" and event.entry is not None and event.caller is not None:
             answered = ToolAnswered(self.agent.session, event.caller, event.entry)
             await relay.publish(answered, entry_id=event.entry.pk)

@@ -6,6 +6,7 @@ from .entry import Entry
 from .file_line import FileLine
 from .preferences import Preferences
 from .prompts import PendingPrompt, PromptTemplate
+from .questions import ToolQuestion
 from .refusals import BranchRefused, Refused
 from .session import ChatSession
 
@@ -18,4 +19,5 @@ __all__ = [
     "Preferences",
     "PromptTemplate",
     "Refused",
+    "ToolQuestion",
 ]

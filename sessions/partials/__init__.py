@@ -18,7 +18,7 @@ from django.utils.safestring import mark_safe
 
 from .. import pushes, thinking
 from ..blocks import Blocks
-from ..models import ChatSession, Entry
+from ..models import ChatSession, Entry, ToolQuestion
 from ..providers import catalog
 from ..rendering import render_markdown
 from ..status import StatusLine
@@ -45,6 +45,19 @@ def tool_answered(caller: Entry, block: dict[str, Any]) -> str:
     whole reply again: a round of many calls would render it once per result)."""
     context = {"entry": caller, "block": block, "block_oob": True}
     return render_to_string(f"{PAGE}#block", context)
+
+
+def question(asked: ToolQuestion) -> str:
+    """A tool call's question: added to the page's questions while it waits, shown in its
+    place once answered (the buttons give way to the answer)."""
+    if asked.answer:
+        return render_to_string(f"{PAGE}#question", {"question": asked, "question_oob": True})
+    return render_to_string(f"{PAGE}#question_asked", {"question": asked})
+
+
+def questions(open_questions: Sequence[ToolQuestion]) -> str:
+    """The questions waiting for the user, replacing the page's (a tab catching up)."""
+    return render_to_string(f"{PAGE}#questions", {"questions": open_questions, "oob": True})
 
 
 def todo_panel(session: ChatSession, todo_list: Sequence[Todo], *, focus: str = "") -> str:

@@ -17,6 +17,7 @@ from ..generation.events import (
     Event,
     Live,
     Notice,
+    QuestionShown,
     ReviewOffered,
     StatusShown,
     Switched,
@@ -34,6 +35,7 @@ from . import (
     entry_again,
     live,
     notice,
+    question,
     redirect,
     review,
     status,
@@ -128,3 +130,8 @@ def _(event: ToolAnswered) -> str:
     if "todos" in details:
         html += todo_panel(event.session, todos.from_dicts(details["todos"]))
     return html
+
+
+@_render.register
+def _(event: QuestionShown) -> str:
+    return question(event.question)

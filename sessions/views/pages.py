@@ -25,7 +25,7 @@ from .. import (
     transcript,
 )
 from ..forms import ImportForm, PreferencesForm, RenameForm
-from ..models import ChatSession, Entry, Preferences, PromptTemplate
+from ..models import ChatSession, Entry, Preferences, PromptTemplate, ToolQuestion
 from ..numbers import entry_id_of, whole_number
 from ..providers import catalog
 from .base import AuthenticatedRequest, own_session
@@ -96,6 +96,7 @@ def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse
         "max_message_chars": settings.AGENTWEB_MAX_MESSAGE_CHARS,
         "live_text": None,
         "rename_form": RenameForm(initial={"title": session.title}),
+        "questions": ToolQuestion.open_in(session.pk, session.generation_id),
     }
     todo_list = todos.state(session, branch=(pk for pk, _ in outline)).todos
     context.update(todo_list=todo_list, todo_summary=partials.todo_summary(todo_list))

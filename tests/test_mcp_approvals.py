@@ -1,0 +1,215 @@
+"""The user decides (issue 53): a tool call that changes things waits for Allow once, Allow for
+this session or Deny, from any tab of the session; the clock and Cancel deny it. The tool is
+the tests' own MCP server's `write` (tests/mcp_servers/workshop.py), over stdio; the model is
+the fake Anthropic server."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from sessions import generation
+from sessions.mcp import hub
+from sessions.models import Entry, ToolQuestion
+
+from .conftest import db_async, make_session
+from .fake_anthropic import Reply
+from .servers import ROOT
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
+
+ASKED = "Run <code>mcp__workshop__write</code>?"
+
+
+@pytest_asyncio.fixture
+async def workshop(settings: Any, tmp_path: Path) -> AsyncIterator[Path]:
+    """The tests' own server, configured; yields the folder where it notes what it wrote."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    server = {
+        "command": sys.executable,
+        "args": ["-m", "tests.mcp_servers.workshop", "stdio", str(notes)],
+        "cwd": str(ROOT),
+    }
+    (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"workshop": server}}))
+    settings.AGENTWEB_MCP_SERVERS = str(tmp_path / "mcp.json")
+    yield notes
+    await hub.close()
+
+
+def question_in(html: str) -> int:
+    found = re.search(r'id="question-(\d+)"', html)
+    assert found, "no question card in the frames"
+    return int(found[1])
+
+
+def results_sent(fake_anthropic: Any) -> list[dict[str, Any]]:
+    return [r["json"]["messages"][-1]["content"][0] for r in fake_anthropic.requests[1:]]
+
+
+def written(notes: Path) -> list[str]:
+    return (notes / "written").read_text().splitlines() if (notes / "written").exists() else []
+
+
+async def test_allow_once_runs_the_call_and_the_reply_goes_on(
+    owner, fake_anthropic, open_tab, workshop
+):
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(
+        Reply.tool("mcp__workshop__write", {"name": "notes.txt"}, text="Writing it."),
+        Reply.text("Written."),
+    )
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Write notes.txt")
+    html = await tab.until(ASKED)
+    assert "A tool of the MCP server <strong>workshop</strong> that may change things." in html
+    assert "<pre class=\"question-arguments\"><code>{\n  &quot;name&quot;: &quot;notes.txt&quot;\n}</code></pre>" in html
+    for button in ("Allow once", "Allow for this session", "Deny"):
+        assert f">{button}</button>" in html
+    assert written(workshop) == []  # nothing runs before the answer
+
+    await tab.send(action="answer", question=question_in(html), answer="once")
+    html = await tab.until("Written.</p>")
+    await generation.wait_idle()
+    assert '<p class="question-answer" role="status">Allowed once</p>' in "".join(tab.received)
+    assert written(workshop) == ["notes.txt"]
+    assert results_sent(fake_anthropic)[0]["content"] == "wrote notes.txt"
+    stored = await db_async(lambda: list(ToolQuestion.objects.values_list("answer", flat=True)))()
+    assert stored == ["once"]
+
+
+async def test_allow_for_this_session_answers_the_tools_later_calls(
+    owner, fake_anthropic, open_tab, workshop
+):
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(
+        Reply.tool("mcp__workshop__write", {"name": "one.txt"}),
+        Reply.tool("mcp__workshop__write", {"name": "two.txt"}),
+        Reply.text("Both written."),
+    )
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Write two files")
+    html = await tab.until(ASKED)
+    await tab.send(action="answer", question=question_in(html), answer="session")
+    await tab.until("Both written.</p>")
+    await generation.wait_idle()
+    assert written(workshop) == ["one.txt", "two.txt"]
+    assert await db_async(ToolQuestion.objects.count)() == 1  # the second was not asked
+
+
+async def test_deny_runs_nothing_and_the_model_reads_that_the_user_denied_it(
+    owner, fake_anthropic, open_tab, workshop
+):
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(
+        Reply.tool("mcp__workshop__write", {"name": "secret.txt"}), Reply.text("Understood.")
+    )
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Write secret.txt")
+    html = await tab.until(ASKED)
+    await tab.send(action="answer", question=question_in(html), answer="deny")
+    await tab.until("Understood.</p>")
+    await generation.wait_idle()
+    assert written(workshop) == []
+    result = results_sent(fake_anthropic)[0]
+    assert (result["content"], result["is_error"]) == (
+        "The user denied this call: it was not run.", True,
+    )  # fmt: skip
+
+
+async def test_a_second_tab_and_a_reloaded_page_show_the_question_and_answer_it(
+    owner, fake_anthropic, open_tab, workshop, client
+):
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(
+        Reply.tool("mcp__workshop__write", {"name": "shared.txt"}), Reply.text("Done there.")
+    )
+    _, first = await open_tab(owner, session)
+    await first.send(message="Write shared.txt")
+    question = question_in(await first.until(ASKED))
+
+    await db_async(client.force_login)(owner)
+    page = (await db_async(client.get)(f"/sessions/{session.pk}/")).content.decode()
+    assert f'id="question-{question}"' in page and ">Allow once</button>" in page
+
+    _, second = await open_tab(owner, session)  # a tab opened now catches up with it
+    assert ASKED in await second.until(ASKED)
+    await second.send(action="answer", question=question, answer="once")
+    await first.until("Done there.</p>")
+    await generation.wait_idle()
+    assert written(workshop) == ["shared.txt"]
+    await second.send(action="answer", question=question, answer="deny")  # too late
+    assert "That question was answered already" in await second.until("answered already")
+
+
+async def test_cancel_while_a_question_waits_denies_it_and_ends_the_reply(
+    owner, fake_anthropic, open_tab, workshop
+):
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(
+        Reply.tool("mcp__workshop__write", {"name": "never.txt"}), Reply.text("Never said.")
+    )
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Write never.txt")
+    await tab.until(ASKED)
+    await tab.send(action="cancel")
+    await tab.until("Denied: the reply was cancelled")
+    await generation.wait_idle()
+    assert written(workshop) == []
+    assert len(fake_anthropic.requests) == 1  # the reply ended there
+    stored = await db_async(lambda: [e.text for e in Entry.objects.filter(role="toolResult")])()
+    assert stored == ["The user cancelled the reply while this call waited: not run."]
+
+
+async def test_a_question_left_unanswered_is_denied_as_timed_out(
+    owner, fake_anthropic, open_tab, workshop, settings
+):
+    settings.AGENTWEB_MCP_APPROVAL_SECONDS = 0.5
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(
+        Reply.tool("mcp__workshop__write", {"name": "late.txt"}), Reply.text("No answer came.")
+    )
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Write late.txt")
+    await tab.until("No answer came.</p>")
+    await generation.wait_idle()
+    assert "Denied: no answer in time" in "".join(tab.received)
+    assert results_sent(fake_anthropic)[0]["content"] == (
+        "Not run: the user did not answer within 0.5 s, so the call was denied."
+    )
+    assert written(workshop) == []
+
+
+async def test_only_a_tab_of_the_questions_own_session_can_answer_it(
+    owner, other_user, fake_anthropic, open_tab, workshop
+):
+    session = await db_async(make_session)(owner)
+    elsewhere = await db_async(make_session)(owner)
+    theirs = await db_async(make_session)(other_user)
+    fake_anthropic.enqueue(
+        Reply.tool("mcp__workshop__write", {"name": "mine.txt"}), Reply.text("Mine.")
+    )
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Write mine.txt")
+    question = question_in(await tab.until(ASKED))
+
+    _, other_session_tab = await open_tab(owner, elsewhere)
+    await other_session_tab.send(action="answer", question=question, answer="once")
+    assert "answered already, or is not this session" in await other_session_tab.until("answered already")
+    _, intruder = await open_tab(other_user, theirs)
+    await intruder.send(action="answer", question=question, answer="once")
+    await intruder.until("answered already, or is not this session")
+    await tab.send(action="answer", question=question, answer="wave")
+    assert "Select a valid choice." in await tab.until("valid choice")
+    assert written(workshop) == []
+
+    await tab.send(action="answer", question=question, answer="deny")
+    await tab.until("Mine.</p>")
+    await generation.wait_idle()
