@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
@@ -15,11 +16,13 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 from django.db.models import OuterRef, Subquery
 from django.test import Client
+from websockets.asyncio.client import ClientConnection, connect
 
 from sessions import generation
 from sessions.models import ChatSession, Entry
 
 from .fake_anthropic import FakeAnthropic
+from .servers import Daphne, RedisServer
 
 FAKE_MODEL = "claude-fake-test"
 
@@ -237,3 +240,54 @@ async def open_tab() -> AsyncIterator[Callable[..., Any]]:
 
 
 db_async = database_sync_to_async
+
+
+# --- several processes: one Redis, a tab's WebSocket to a daphne -------------------------------
+@pytest.fixture(scope="module")
+def redis() -> Iterator[RedisServer]:
+    server = RedisServer()
+    yield server
+    server.stop()
+
+
+class Socket:
+    """A browser tab's WebSocket to one server process."""
+
+    def __init__(self, connection: ClientConnection) -> None:
+        self.connection = connection
+        self.text = ""
+
+    async def send(self, **fields: str) -> None:
+        await self.connection.send(json.dumps(fields))
+
+    async def until(self, needle: str, timeout: float = 15) -> str:
+        try:
+            async with asyncio.timeout(timeout):
+                while needle not in self.text:
+                    self.text += str(await self.connection.recv())
+        except TimeoutError:
+            raise AssertionError(f"{needle!r} never came; the tail: {self.text[-3000:]}") from None
+        return self.text
+
+
+@pytest_asyncio.fixture
+async def open_socket() -> AsyncIterator[Any]:
+    opened: list[ClientConnection] = []
+
+    async def open_(server: Daphne, user: Any, session: ChatSession) -> Socket:
+        cookie = await _cookie_for(user)
+        connection = await connect(
+            server.ws_url(f"/ws/sessions/{session.pk}/"),
+            additional_headers={"Cookie": f"sessionid={cookie}"},
+            origin=server.url,  # type: ignore[arg-type]
+        )
+        opened.append(connection)
+        return Socket(connection)
+
+    yield open_
+    for connection in opened:
+        # Whatever the test left running in a server process is cancelled (a Cancel reaches
+        # the job wherever it runs), so that it never reaches the next test.
+        with contextlib.suppress(Exception):
+            await connection.send(json.dumps({"action": "cancel"}))
+        await connection.close()

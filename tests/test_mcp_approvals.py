@@ -8,20 +8,21 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
 
-from sessions import generation
+from sessions import generation, session_file
 from sessions.mcp import hub
 from sessions.models import Entry, ToolQuestion
 
 from .conftest import db_async, make_session
-from .fake_anthropic import Reply
-from .servers import ROOT
+from .fake_anthropic import FakeAnthropic, Reply
+from .servers import ROOT, Daphne, RedisServer
+from .test_processes import model_env
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
@@ -70,7 +71,10 @@ async def test_allow_once_runs_the_call_and_the_reply_goes_on(
     await tab.send(message="Write notes.txt")
     html = await tab.until(ASKED)
     assert "A tool of the MCP server <strong>workshop</strong> that may change things." in html
-    assert "<pre class=\"question-arguments\"><code>{\n  &quot;name&quot;: &quot;notes.txt&quot;\n}</code></pre>" in html
+    assert (
+        '<pre class="question-arguments"><code>{\n  &quot;name&quot;: &quot;notes.txt&quot;\n}</code></pre>'
+        in html
+    )
     for button in ("Allow once", "Allow for this session", "Deny"):
         assert f">{button}</button>" in html
     assert written(workshop) == []  # nothing runs before the answer
@@ -202,7 +206,9 @@ async def test_only_a_tab_of_the_questions_own_session_can_answer_it(
 
     _, other_session_tab = await open_tab(owner, elsewhere)
     await other_session_tab.send(action="answer", question=question, answer="once")
-    assert "answered already, or is not this session" in await other_session_tab.until("answered already")
+    assert "answered already, or is not this session" in await other_session_tab.until(
+        "answered already"
+    )
     _, intruder = await open_tab(other_user, theirs)
     await intruder.send(action="answer", question=question, answer="once")
     await intruder.until("answered already, or is not this session")
@@ -213,3 +219,88 @@ async def test_only_a_tab_of_the_questions_own_session_can_answer_it(
     await tab.send(action="answer", question=question, answer="deny")
     await tab.until("Mine.</p>")
     await generation.wait_idle()
+
+
+async def test_the_tool_work_and_its_outcomes_round_trip_through_export_and_import(
+    owner, fake_anthropic, open_tab, workshop
+):
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(
+        Reply.tool("mcp__workshop__write", {"name": "kept.txt"}),
+        Reply.tool("mcp__workshop__write", {"name": "refused.txt"}),
+        Reply.text("One of two."),
+    )
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Write both")
+    await tab.send(action="answer", question=question_in(await tab.until(ASKED)), answer="once")
+    await tab.until("wrote kept.txt")
+    tab.received.clear()
+    await tab.send(action="answer", question=question_in(await tab.until(ASKED)), answer="deny")
+    await tab.until("One of two.</p>")
+    await generation.wait_idle()
+
+    def exported(chat: Any) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in session_file.export_jsonl(chat)]
+
+    lines = await db_async(exported)(session)
+    messages = [line["message"] for line in lines if line.get("type") == "message"]
+    calls = [b for m in messages if m["role"] == "assistant" for b in m["content"]]
+    assert [(b["name"], b["arguments"]) for b in calls if b["type"] == "toolCall"] == [
+        ("mcp__workshop__write", {"name": "kept.txt"}),
+        ("mcp__workshop__write", {"name": "refused.txt"}),
+    ]
+    results = [
+        (m["toolName"], m["isError"], m["content"][0]["text"])
+        for m in messages
+        if m["role"] == "toolResult"
+    ]  # noqa: E501
+    assert results == [
+        ("mcp__workshop__write", False, "wrote kept.txt"),
+        ("mcp__workshop__write", True, "The user denied this call: it was not run."),
+    ]
+    text = [json.dumps(line) for line in lines]
+    copy = await db_async(session_file.import_jsonl)(owner, text)
+    again = [
+        line["message"] for line in await db_async(exported)(copy) if line.get("type") == "message"
+    ]  # noqa: E501
+    assert again == messages
+
+
+# --- across two processes --------------------------------------------------------------------
+@pytest.fixture
+def pair_with_tools(
+    django_db_setup: Any, fake_server: FakeAnthropic, redis: RedisServer, tmp_path: Path
+) -> Iterator[tuple[Daphne, Daphne, Path]]:
+    """Two daphnes sharing Redis and the database, both configured with the workshop server;
+    yields them and the folder where the workshop notes what it wrote."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    server = {
+        "command": sys.executable,
+        "args": ["-m", "tests.mcp_servers.workshop", "stdio", str(notes)],
+        "cwd": str(ROOT),
+    }
+    (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"workshop": server}}))
+    env = {**model_env(fake_server, redis), "AGENTWEB_MCP_SERVERS": str(tmp_path / "mcp.json")}
+    a, b = Daphne("daphne-tools-a", **env), Daphne("daphne-tools-b", **env)
+    yield a, b, notes
+    a.stop()
+    b.stop()
+
+
+async def test_a_question_asked_in_one_process_is_answered_from_a_tab_on_the_other(
+    owner, fake_anthropic, pair_with_tools, open_socket
+):
+    a, b, notes = pair_with_tools
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(
+        Reply.tool("mcp__workshop__write", {"name": "far.txt"}), Reply.text("Written from afar.")
+    )
+    tab_a = await open_socket(a, owner, session)
+    tab_b = await open_socket(b, owner, session)
+    await tab_a.send(message="Write far.txt")  # the generation runs in process a
+    question = question_in(await tab_b.until(ASKED))  # process b's tab is asked too
+    await tab_b.send(action="answer", question=question, answer="once")
+    await tab_a.until("Written from afar.</p>")
+    await tab_b.until("Allowed once")
+    assert written(notes) == ["far.txt"]

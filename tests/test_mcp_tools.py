@@ -381,7 +381,10 @@ async def test_the_tools_page_lists_each_server_its_state_and_its_tools(
     assert '<h2 id="server-1">time</h2>' in page
     assert '<span class="badge">connected</span> · stdio · <code>' in page
     assert "<code>mcp__time__get_current_time</code>" in page
-    assert '<code>mcp__workshop__write</code>\n        <span class="badge">changes things: asks you first' in page
+    assert (
+        '<code>mcp__workshop__write</code>\n        <span class="badge">changes things: asks you first'
+        in page
+    )
     assert '<span class="badge">failed</span>' in page
     assert "bad token" in page
     assert "Tools need Claude: the offline model does not call them" in page

@@ -7,30 +7,19 @@ talk to the fake Anthropic server through the real SDK.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
-from websockets.asyncio.client import ClientConnection, connect
 
 from sessions.models import ChatSession, Entry
 
-from .conftest import _cookie_for, claude_env, db_async, make_session
+from .conftest import claude_env, db_async, make_session
 from .fake_anthropic import FakeAnthropic, Reply
 from .servers import Daphne, RedisServer
 from .test_recovery import saved_partial
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(scope="module")
-def redis() -> Iterator[RedisServer]:
-    server = RedisServer()
-    yield server
-    server.stop()
 
 
 def model_env(fake: FakeAnthropic, redis: RedisServer, **extra: str) -> dict[str, str]:
@@ -46,49 +35,6 @@ def pair(
     yield a, b
     a.stop()
     b.stop()
-
-
-class Socket:
-    """A browser tab's WebSocket to one server process."""
-
-    def __init__(self, connection: ClientConnection) -> None:
-        self.connection = connection
-        self.text = ""
-
-    async def send(self, **fields: str) -> None:
-        await self.connection.send(json.dumps(fields))
-
-    async def until(self, needle: str, timeout: float = 15) -> str:
-        try:
-            async with asyncio.timeout(timeout):
-                while needle not in self.text:
-                    self.text += str(await self.connection.recv())
-        except TimeoutError:
-            raise AssertionError(f"{needle!r} never came; the tail: {self.text[-3000:]}") from None
-        return self.text
-
-
-@pytest_asyncio.fixture
-async def open_socket() -> AsyncIterator[Any]:
-    opened: list[ClientConnection] = []
-
-    async def open_(server: Daphne, user: Any, session: ChatSession) -> Socket:
-        cookie = await _cookie_for(user)
-        connection = await connect(
-            server.ws_url(f"/ws/sessions/{session.pk}/"),
-            additional_headers={"Cookie": f"sessionid={cookie}"},
-            origin=server.url,  # type: ignore[arg-type]
-        )
-        opened.append(connection)
-        return Socket(connection)
-
-    yield open_
-    for connection in opened:
-        # Whatever the test left running in a server process is cancelled (a Cancel reaches
-        # the job wherever it runs), so that it never reaches the next test.
-        with contextlib.suppress(Exception):
-            await connection.send(json.dumps({"action": "cancel"}))
-        await connection.close()
 
 
 async def wait_until(predicate: Any, timeout: float = 20) -> Any:
