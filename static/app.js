@@ -148,8 +148,6 @@
   }
   function hideMenu() {
     MENUS.forEach((id) => { const menu = $(id); if (menu) menu.hidden = true; });
-    const box = composer();
-    if (box) box.setAttribute("aria-expanded", "false");
     select(null);
   }
   function complete(item) {
@@ -180,8 +178,8 @@
     hideMenu();
     if (!menu) return;
     const typed = (command || mention)[1].toLowerCase();
-    const shown = showOnly(menu, (li) => command ? li.dataset.name.startsWith(typed) : li.dataset.title.includes(typed));
-    box.setAttribute("aria-expanded", String(shown > 0));
+    // (a textarea takes no aria-expanded: the menu's own visibility says it is open)
+    showOnly(menu, (li) => command ? li.dataset.name.startsWith(typed) : li.dataset.title.includes(typed));
     select(visibleItems()[0] || null);
   });
   document.addEventListener("click", (event) => {
