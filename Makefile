@@ -63,6 +63,7 @@ bench: dev  # every figure of docs/PERFORMANCE.md, each beside its target (about
 	$(BIN)/python bench/load.py --sessions 100,400 --tokens 200 --rate 40 --layer redis --processes 2 --cancels 20
 	$(BIN)/python bench/socket_memory.py --sockets 200 --layer memory
 	$(BIN)/python bench/socket_memory.py --sockets 200 --layer redis
+	$(BIN)/python bench/mcp_calls.py --runs 30 --sessions 50
 
 bench-postgres: dev  # the prompt's costs and the loads on PostgreSQL, the README's set-up (BENCH_POSTGRES=postgres://user@host:port/postgres: each bench makes a database of its own there and drops it)
 	@test -n "$(BENCH_POSTGRES)" || { echo "make bench-postgres needs BENCH_POSTGRES=postgres://user@host:port/postgres"; exit 2; }

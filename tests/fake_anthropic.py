@@ -291,6 +291,7 @@ class FakeAnthropic:
                 writer.write(chunked(tail))
             writer.write(b"0\r\n\r\n")
             await writer.drain()
+            request["ended"] = time.monotonic()  # benches split a round trip at it
             self._note(completed=1)
         except ConnectionError:
             self._note(disconnects=1)

@@ -311,3 +311,11 @@ def test_the_loads_model_sends_the_fake_servers_paced_reply_byte_for_byte_and_re
         assert len(model.requests) == 2
     finally:
         model.stop()
+
+
+@sqlite_pass_only
+def test_the_mcp_bench_times_a_tool_call_and_fifty_sessions_get_their_own_results():
+    out = bench("bench/mcp_calls.py", "--runs", "2", "--sessions", "5")
+    assert "round trip, 2 runs each, interleaved (ms):" in out
+    assert "5 sessions calling a tool at once: 5 results in" in out
+    assert "each in its own session: yes" in out
