@@ -40,6 +40,11 @@ urlpatterns = [
     path("preferences/", views.preferences, name="preferences"),
     path("prompts/", views.prompts, name="prompts"),
     path("tools/", views.tools, name="tools"),
+    path("tools/choose/", views.choose_tools, name="choose_tools"),
+    path("sessions/<int:session_id>/tools/", views.tools, name="session_tools"),
+    path(
+        "sessions/<int:session_id>/tools/choose/", views.choose_tools, name="session_choose_tools"
+    ),
     path("prompts/<int:prompt_id>/", views.edit_prompt, name="edit_prompt"),
     path("prompts/<int:prompt_id>/delete/", views.delete_prompt, name="delete_prompt"),
 ]

@@ -21,7 +21,7 @@ import pytest_asyncio
 from sessions import generation
 from sessions.mcp import config, hub
 from sessions.mcp.config import ServersFileError
-from sessions.models import Entry, ToolQuestion
+from sessions.models import Entry, ToolChoice, ToolQuestion
 
 from .conftest import db_async, make_session
 from .fake_anthropic import Reply
@@ -395,3 +395,70 @@ def test_the_tools_page_says_when_no_server_is_configured(client, owner):
     client.force_login(owner)
     page = client.get("/tools/").content.decode()
     assert "No MCP servers are configured." in page
+
+
+# --- the user's choices --------------------------------------------------------------------------
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_server_turned_off_for_all_sessions_and_on_again_for_one_is_offered_there_only(
+    owner, fake_anthropic, open_tab, servers, async_client
+):
+    here = await db_async(make_session)(owner)
+    elsewhere = await db_async(make_session)(owner)
+    await async_client.aforce_login(owner)
+    await async_client.post("/tools/choose/", {"on:workshop": "off", "on:time": ""})
+    await async_client.post(
+        f"/sessions/{here.pk}/tools/choose/", {"on:workshop": "on", "on:mcp__workshop__slow": "off"}
+    )
+    fake_anthropic.enqueue(Reply.text("Here."), Reply.text("Elsewhere."))
+    for session, said in ((here, "Here."), (elsewhere, "Elsewhere.")):
+        _, tab = await open_tab(owner, session)
+        await tab.send(message="Which tools?")
+        await tab.until(f"{said}</p>")
+        await generation.wait_idle()
+    offered_here, offered_elsewhere = (requests_tools(fake_anthropic, n) for n in (0, 1))
+    assert "mcp__workshop__echo" in offered_here and "mcp__workshop__slow" not in offered_here
+    assert not any(name.startswith("mcp__workshop__") for name in offered_elsewhere)
+    assert "mcp__time__get_current_time" in offered_elsewhere
+
+    page = (await async_client.get(f"/sessions/{here.pk}/tools/")).content.decode()
+    assert "Tools in “" in page and '<option value="on" selected>On</option>' in page
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_tool_always_allowed_runs_without_asking(
+    owner, fake_anthropic, open_tab, servers, async_client
+):
+    await async_client.aforce_login(owner)
+    await async_client.post("/tools/choose/", {"approval:mcp__workshop__write": "always"})
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(
+        Reply.tool("mcp__workshop__write", {"name": "trusted.txt"}), Reply.text("Done.")
+    )
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Write trusted.txt")
+    await tab.until("Done.</p>")
+    await generation.wait_idle()
+    assert (servers / "written").read_text() == "trusted.txt\n"
+    assert await db_async(ToolQuestion.objects.count)() == 0
+    page = (await async_client.get("/tools/")).content.decode()
+    assert '<option value="always" selected>Always allow</option>' in page
+
+
+@pytest.mark.django_db
+def test_choices_name_only_the_operators_servers_and_only_the_users_own_sessions(
+    client, owner, other_user, settings, tmp_path
+):
+    (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"git": {"command": "x"}}}))
+    settings.AGENTWEB_MCP_SERVERS = str(tmp_path / "mcp.json")
+    theirs = make_session(other_user)
+    client.force_login(owner)
+    client.post("/tools/choose/", {"on:git": "off", "on:evil": "off", "on:mcp__evil__x": "off",
+                                   "approval:mcp__git__commit": "always", "approval:mcp__git__log": "sudo"})  # fmt: skip  # noqa: E501
+    assert sorted(ToolChoice.objects.values_list("name", "enabled", "approval")) == [
+        ("git", False, ""),
+        ("mcp__git__commit", None, "always"),
+    ]
+    assert client.post(f"/sessions/{theirs.pk}/tools/choose/", {"on:git": "on"}).status_code == 404
+    assert ToolChoice.objects.filter(session=theirs).count() == 0

@@ -11,9 +11,11 @@ from typing import Any
 from jsonschema import SchemaError, ValidationError
 from jsonschema.validators import validator_for
 
+from foundation.database import short
+
 from ..mcp import results
 from ..mcp.hub import ServerTool, ToolFailed, hub
-from ..models import ChatSession
+from ..models import ChatSession, ToolChoice
 from .tool import Tool, ToolInputError, ToolResult
 
 PREFIX = "mcp__"
@@ -23,12 +25,23 @@ def tool_name(server: str, tool: str) -> str:
     return f"{PREFIX}{server}__{tool}"
 
 
-async def offered() -> tuple[Tool, ...]:
-    """The MCP tools the model may call now: those of the servers that answer."""
-    return tuple(as_tool(found) for found in await hub().tools())
+async def offered(session: ChatSession) -> tuple[Tool, ...]:
+    """The MCP tools the model may call now in `session`: those of the servers that answer,
+    less what the user turned off (for all their sessions, or this one)."""
+    found = await hub().tools()
+    if not found:
+        return ()
+    choices = await short(ToolChoice.of)(session.owner_id, session.pk)
+    named = [(tool_name(f.server, f.tool.name), f) for f in found]
+    return tuple(
+        as_tool(f, always=choices.always(name))
+        for name, f in named
+        if choices.enabled(f.server, name)
+    )
 
 
-def as_tool(found: ServerTool) -> Tool:
+def as_tool(found: ServerTool, *, always: bool = False) -> Tool:
+    """The tool; it asks the user first unless it only reads or the user allows it always."""
     schema = found.tool.input_schema or {"type": "object"}
 
     async def call(arguments: Any, session: ChatSession) -> ToolResult:
@@ -48,7 +61,7 @@ def as_tool(found: ServerTool) -> Tool:
         input_schema=schema,
         run=call,
         server=found.server,
-        asks_first=not found.read_only,
+        asks_first=not (found.read_only or always),
     )
 
 

@@ -127,7 +127,7 @@ class ToolLoop:
         if tools is None:
             tools = await short(offered_tools)(self.session)
         if self.streamer.provider.calls_mcp_tools:
-            tools += await mcp_tools.offered()
+            tools += await mcp_tools.offered(self.session)
         self.tools = tools
         definitions = [tool.definition for tool in self.tools]
         while True:

@@ -9,6 +9,7 @@ from .prompts import PendingPrompt, PromptTemplate
 from .questions import ToolQuestion
 from .refusals import BranchRefused, Refused
 from .session import ChatSession
+from .tool_choices import ToolChoice
 
 __all__ = [
     "BranchRefused",
@@ -19,5 +20,6 @@ __all__ = [
     "Preferences",
     "PromptTemplate",
     "Refused",
+    "ToolChoice",
     "ToolQuestion",
 ]

@@ -25,7 +25,7 @@ from .pages import (
     tree,
 )
 from .prompts import delete_prompt, edit_prompt, prompts
-from .tools import tools
+from .tools import choose_tools, tools
 
 __all__ = [
     "PasswordChange",
@@ -37,6 +37,7 @@ __all__ = [
     "delete_prompt",
     "edit_prompt",
     "prompts",
+    "choose_tools",
     "tools",
     "earlier_entries",
     "edit_todos",
