@@ -320,6 +320,9 @@ class SessionConsumer(LeanConsumer):
         of its own: the one database thread every socket shares is never held for long.
         """
         state = await database_sync_to_async(_catch_up)(self.session.pk, self.after)
+        if state is None:  # deleted meanwhile (another tab, a chain's delete): said, and closed
+            await self.session_deleted({"html": partials.notice(announce.DELETED, "error")})
+            return
         if state["skipped"]:
             await self.send(text_data=partials.notice(_skipped(state["skipped"]), "warning"))
         for start in range(0, len(state["newer"]), CATCH_UP_PAGE):
@@ -367,8 +370,11 @@ def _skipped(count: int) -> str:
     return f"{count:,} earlier new entries are not shown here: reload the page to see them."
 
 
-def _catch_up(session_id: int, after: int) -> dict[str, Any]:
-    session = ChatSession.objects.get(pk=session_id)
+def _catch_up(session_id: int, after: int) -> dict[str, Any] | None:
+    """What a tab needs to catch up from entry `after`; None: the session is gone."""
+    session = ChatSession.objects.filter(pk=session_id).first()
+    if session is None:
+        return None
     newer = [entry_id for entry_id, _ in store.branch_outline(session) if entry_id > after]
     shown = newer[-CATCH_UP_LIMIT:]
     return {

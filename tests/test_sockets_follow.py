@@ -9,6 +9,7 @@ import asyncio
 from datetime import timedelta
 
 import pytest
+from channels.layers import get_channel_layer
 from django.contrib.sessions.models import Session
 from django.test import Client
 from django.utils import timezone
@@ -130,6 +131,17 @@ async def test_deleting_a_session_closes_its_tabs_and_says_why(owner, open_tab):
     assert response.status_code == 302
     said = await tab.receive(timeout=3)
     assert "This session was deleted: restore it from the session list to go on with it." in said
+    assert await tab.ws.receive_output(timeout=3) == CLOSED_NOT_FOUND
+
+
+async def test_a_tab_whose_session_is_purged_before_it_catches_up_is_closed_not_crashed(
+    owner, open_tab
+):
+    session = await db_async(make_session)(owner, exchanges=1)
+    tab = await open_caught_up(open_tab, owner, session)
+    await db_async(ChatSession.objects.filter(pk=session.pk).delete)()  # purged: no row at all
+    await get_channel_layer().group_send(f"session.{session.pk}", {"type": "session.resync"})
+    assert "This session was deleted" in await tab.receive(timeout=3)
     assert await tab.ws.receive_output(timeout=3) == CLOSED_NOT_FOUND
 
 
