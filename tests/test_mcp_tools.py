@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -297,6 +298,42 @@ async def test_the_offline_model_is_offered_no_mcp_tools(owner, open_tab, server
     assert provider_for("claude-fake-test").calls_mcp_tools is True
     session = await db_async(make_session)(owner, model="local")
     assert all(not t.name.startswith("mcp__") for t in await db_async(offered_tools)(session))
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_calls_progress_shows_in_its_line_while_it_runs(
+    owner, fake_anthropic, open_tab, servers
+):
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(Reply.tool("mcp__workshop__steps", {"count": 3}), Reply.text("Done."))
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Work in steps")
+    shown = await tab.until("1 of 3: step 1 of 3</span>")
+    assert 'class="muted tool-progress" hx-swap-oob="true">1 of 3: step 1 of 3</span>' in shown
+    await tab.until("2 of 3: step 2 of 3</span>")
+    await tab.until("Done.</p>")
+    await generation.wait_idle()
+    assert result_sent(fake_anthropic)["content"] == "3 steps done"
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_server_flooding_progress_reaches_the_tabs_as_a_few_short_lines(
+    owner, fake_anthropic, open_tab, servers
+):
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(
+        Reply.tool("mcp__workshop__flood", {"count": 2000}), Reply.text("Survived.")
+    )
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Flood")
+    await tab.until("Survived.</p>", timeout=30)
+    await generation.wait_idle()
+    lines = re.findall(r'tool-progress" hx-swap-oob="true">([^<]*)</span>', "".join(tab.received))
+    assert 1 <= len(lines) <= 10  # 2,000 notifications, at most 4 a second shown
+    assert all(len(line) <= 200 for line in lines)
+    assert result_sent(fake_anthropic)["content"] == "flooded"
 
 
 # --- servers: streamable HTTP, and one that cannot start ----------------------------------------

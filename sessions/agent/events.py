@@ -21,6 +21,7 @@ class AgentEvent:
     stage: str = ""  # which step of a longer generation, e.g. "part 2 of 5" of a handoff's notes
     caller: Entry | None = None  # tool_end: the reply whose call this result answers
     question: ToolQuestion | None = None  # tool_question, tool_answered: the user's say
+    index: int = -1  # tool_progress: the call's place in `caller` (its words are in `delta`)
 
 
 Listener = Callable[[AgentEvent], Awaitable[None]]

@@ -16,7 +16,7 @@ from foundation.database import short
 from ..mcp import results
 from ..mcp.hub import ServerTool, ToolFailed, hub
 from ..models import ChatSession, ToolChoice
-from .tool import Tool, ToolInputError, ToolResult
+from .tool import Progress, Tool, ToolInputError, ToolResult
 
 PREFIX = "mcp__"
 
@@ -44,11 +44,11 @@ def as_tool(found: ServerTool, *, always: bool = False) -> Tool:
     """The tool; it asks the user first unless it only reads or the user allows it always."""
     schema = found.tool.input_schema or {"type": "object"}
 
-    async def call(arguments: Any, session: ChatSession) -> ToolResult:
+    async def call(arguments: Any, session: ChatSession, progress: Progress) -> ToolResult:
         checked = _checked(schema, arguments)
         server = hub().servers[found.server]
         try:
-            result = await server.call(found.tool.name, checked)
+            result = await server.call(found.tool.name, checked, progress)
         except ToolFailed as failed:
             return ToolResult(f"The tool call failed: {failed}", True)
         text = results.clipped(results.as_text(result))

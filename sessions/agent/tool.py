@@ -18,6 +18,10 @@ class ToolResult:
     details: dict[str, Any] = field(default_factory=dict)  # what it produced, kept in the entry
 
 
+# An async tool's progress, as it reports it: done so far, the total (if known), and words.
+Progress = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
 class ToolInputError(ValueError):
     """Input a tool cannot take; the message goes back to the model."""
 
@@ -32,7 +36,7 @@ class Tool:
     # on the event loop, where a Cancel stops it.
     run: (
         Callable[[Any, ChatSession], ToolResult]
-        | Callable[[Any, ChatSession], Awaitable[ToolResult]]
+        | Callable[[Any, ChatSession, Progress], Awaitable[ToolResult]]
     )
     # Whether a session offers it (None: every session does); asked on the database thread.
     offered: Callable[[ChatSession], bool] | None = None

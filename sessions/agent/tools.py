@@ -8,7 +8,8 @@ error result the model can read and correct: a tool call never stops the generat
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from channels.db import database_sync_to_async
@@ -26,7 +27,7 @@ from .events import Emit
 from .recall_tool import RECALL
 from .streamer import Prepared, Streamer
 from .todo_write import TODO_WRITE
-from .tool import Tool, ToolInputError, ToolResult
+from .tool import Progress, Tool, ToolInputError, ToolResult
 
 TOOL_LIMIT = "tool_limit"  # the tool loop stopped at its bound
 TOOL_LIMIT_TEXT = (
@@ -36,6 +37,7 @@ TOOL_LIMIT_TEXT = (
 
 
 TOO_MANY = "Not run: a round runs at most {} tool calls; make this call again in the next round."
+PROGRESS_EVERY = 0.25  # seconds between two progress updates of a call shown in the page
 CANCELLED = "The user cancelled this call: it was stopped before it returned."
 
 # The tools, in the order the model is told of them; each session offers those it `offered`.
@@ -56,19 +58,21 @@ def run_tool(call: ToolCall, session: ChatSession, tools: tuple[Tool, ...] = TOO
     if call.arguments is None:
         return ToolResult(f"The input is not valid JSON: {call.raw[:200]!r}", True)
     try:
-        return cast(ToolResult, tool.run(call.arguments, session))
+        return cast(Callable[[Any, ChatSession], ToolResult], tool.run)(call.arguments, session)
     except ToolInputError as error:
         return ToolResult(str(error), True)
 
 
 async def run_on_the_loop(
-    tool: Tool, call: ToolCall, session: ChatSession, streamer: Streamer
+    tool: Tool, call: ToolCall, session: ChatSession, streamer: Streamer, progress: Progress
 ) -> ToolResult:
     """Run a call of an async tool (an MCP tool's), so that a Cancel stops it at once (the
-    SDK tells its server); bad input is an error result, as `run_tool`'s."""
+    SDK tells its server); bad input is an error result, as `run_tool`'s. `progress` takes
+    what it reports as it runs."""
     if call.arguments is None:
         return ToolResult(f"The input is not valid JSON: {call.raw[:200]!r}", True)
-    running = cast(Awaitable[ToolResult], tool.run(call.arguments, session))
+    run = cast(Callable[[Any, ChatSession, Progress], Awaitable[ToolResult]], tool.run)
+    running = run(call.arguments, session, progress)
     try:
         done = await streamer.during(running)
     except ToolInputError as error:
@@ -163,7 +167,7 @@ class ToolLoop:
         for number, call in enumerate(calls, start=1):
             tool = next((tool for tool in self.tools if tool.name == call.name), None)
             if tool is not None and tool.on_the_loop and number <= most:
-                result = await self._asked_and_run(tool, call)
+                result = await self._asked_and_run(tool, call, caller)
                 entry = await database_sync_to_async(self._recorded)(call, result)
             else:
                 result, entry = await database_sync_to_async(self._answer)(call, number <= most)
@@ -173,16 +177,38 @@ class ToolLoop:
             blocks.append({**block, "is_error": True} if result.is_error else block)
         return {"role": USER, "content": blocks}
 
-    async def _asked_and_run(self, tool: Tool, call: ToolCall) -> ToolResult:
+    async def _asked_and_run(self, tool: Tool, call: ToolCall, caller: Entry) -> ToolResult:
         """An async tool's call, asked of the user first when the tool changes things (and its
-        arguments are the object it takes)."""
+        arguments are the object it takes); its progress shown in the call's line."""
         if tool.asks_first and isinstance(call.arguments, dict):
             answer = await self.approvals.ask(
                 self.session, self.generation_id, call, tool, self.streamer, self.emit
             )
             if answer not in ALLOWED:
                 return ToolResult(refusal(answer), True)
-        return await run_on_the_loop(tool, call, self.session, self.streamer)
+        progress = self._progress_of(call, caller)
+        return await run_on_the_loop(tool, call, self.session, self.streamer, progress)
+
+    def _progress_of(self, call: ToolCall, caller: Entry) -> Progress:
+        """What shows a call's progress in its line: at most 4 updates a second, each a short
+        line (a server that floods it costs the tabs nothing more)."""
+        index = next(
+            (n for n, block in enumerate(caller.content or [])
+             if isinstance(block, dict) and block.get("id") == call.id),
+            -1,
+        )  # fmt: skip
+        shown = [0.0]
+
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            now = time.monotonic()
+            if index < 0 or now - shown[0] < PROGRESS_EVERY:
+                return
+            shown[0] = now
+            words = f"{done:g} of {total:g}" if total else f"{done:g}"
+            text = f"{words}: {message}" if message else words
+            await self.emit("tool_progress", caller=caller, index=index, delta=text[:200])
+
+        return progress
 
     def _answer(self, call: ToolCall, runs: bool) -> tuple[ToolResult, Entry]:
         """Run a call (or refuse it: past the round's cap) and store its result."""

@@ -96,6 +96,15 @@ class ToolAnswered:
 
 
 @dataclass(frozen=True)
+class ToolProgress:
+    """A running call of reply `entry_id` (its `index`-th block) says how far it got."""
+
+    entry_id: int
+    index: int
+    text: str
+
+
+@dataclass(frozen=True)
 class QuestionShown:
     """A tool call waits for the user's answer, or got it."""
 
@@ -128,6 +137,7 @@ Event = (
     | EntryAdded
     | ToolAnswered
     | QuestionShown
+    | ToolProgress
     | TitleChanged
     | TranscriptShown
 )

@@ -38,6 +38,7 @@ from .events import (
     Switched,
     TitleChanged,
     ToolAnswered,
+    ToolProgress,
 )
 from .relay import Relay
 from .turns import AUTO_HANDOFF, Turn, next_turn, release_and_status
@@ -242,6 +243,8 @@ class Job:
             await relay.notify(Notice(SAVING, "warning"))
         elif event.type == "saved":
             await relay.notify(ENDED)
+        elif event.type == "tool_progress" and event.caller is not None:
+            await relay.publish(ToolProgress(event.caller.pk, event.index, event.delta))
         elif event.type in ("tool_question", "tool_answered") and event.question is not None:
             await relay.publish(QuestionShown(event.question))
         elif event.type == "tool_end" and event.entry is not None and event.caller is not None:

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import tempfile
 import weakref
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -24,7 +25,6 @@ from django.conf import settings
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
 from . import config
@@ -32,6 +32,8 @@ from .config import ServerConfig
 
 log = logging.getLogger(__name__)
 
+# A call's progress as the server reports it: done so far, the total (if known), and words.
+Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 NOT_STARTED, CONNECTING, CONNECTED, FAILED = "not started", "connecting", "connected", "failed"
 
 
@@ -155,15 +157,21 @@ class Server:
             self.stale = True
 
     async def call(
-        self, name: str, arguments: dict[str, Any], progress: ProgressFnT | None = None
+        self, name: str, arguments: dict[str, Any], on_progress: Progress | None = None
     ) -> mcp_types.CallToolResult:
         """Call tool `name`; `ToolFailed` with the words when no result comes. Cancelling the
-        caller sends MCP's `notifications/cancelled` to the server (the SDK does)."""
+        caller sends MCP's `notifications/cancelled` to the server (the SDK does). `on_progress`
+        takes the server's progress notifications for the call."""
         client = await self.connected()
         seconds = settings.AGENTWEB_MCP_TIMEOUT
+
+        async def reported(progress: float, total: float | None, message: str | None) -> None:
+            if on_progress is not None:
+                await on_progress(progress, total, message)
+
         try:
             async with asyncio.timeout(seconds):
-                return await client.call_tool(name, arguments, progress_callback=progress)
+                return await client.call_tool(name, arguments, progress_callback=reported)
         except TimeoutError:
             raise ToolFailed(f"the call timed out after {seconds:g} s") from None
         except asyncio.CancelledError:

@@ -47,6 +47,12 @@ def tool_answered(caller: Entry, block: dict[str, Any]) -> str:
     return render_to_string(f"{PAGE}#block", context)
 
 
+def tool_progress(entry_id: int, index: int, text: str) -> str:
+    """A running call's progress, in its line."""
+    context = {"entry_id": entry_id, "index": index, "text": text}
+    return render_to_string(f"{PAGE}#tool_progress", context)
+
+
 def question(asked: ToolQuestion) -> str:
     """A tool call's question: added to the page's questions while it waits, shown in its
     place once answered (the buttons give way to the answer)."""

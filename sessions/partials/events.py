@@ -24,6 +24,7 @@ from ..generation.events import (
     Thought,
     TitleChanged,
     ToolAnswered,
+    ToolProgress,
     TranscriptShown,
 )
 from ..shapes import part
@@ -43,6 +44,7 @@ from . import (
     title,
     todo_panel,
     tool_answered,
+    tool_progress,
     transcript,
 )
 
@@ -135,3 +137,8 @@ def _(event: ToolAnswered) -> str:
 @_render.register
 def _(event: QuestionShown) -> str:
     return question(event.question)
+
+
+@_render.register
+def _(event: ToolProgress) -> str:
+    return tool_progress(event.entry_id, event.index, event.text)

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
@@ -42,6 +42,23 @@ async def slow(seconds: float) -> str:
         note("cancelled", "slow")
         raise
     return f"waited {seconds:g} s"
+
+
+@server.tool(annotations=READ_ONLY)
+async def steps(count: int, ctx: Context, pause: float = 0.4) -> str:
+    """Work in `count` steps, saying each (MCP progress notifications)."""
+    for step in range(1, count + 1):
+        await ctx.report_progress(step, count, f"step {step} of {count}")
+        await anyio.sleep(pause)
+    return f"{count} steps done"
+
+
+@server.tool(annotations=READ_ONLY)
+async def flood(count: int, ctx: Context) -> str:
+    """`count` progress notifications at once, then a result."""
+    for step in range(count):
+        await ctx.report_progress(step, count, "x" * 10_000)
+    return "flooded"
 
 
 @server.tool(annotations=READ_ONLY)
