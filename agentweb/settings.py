@@ -392,6 +392,8 @@ AGENTWEB_MCP_SERVERS = env_str("AGENTWEB_MCP_SERVERS")
 AGENTWEB_MCP_TIMEOUT = env_float("AGENTWEB_MCP_TIMEOUT", 120.0)
 AGENTWEB_MCP_CONNECT_SECONDS = env_float("AGENTWEB_MCP_CONNECT_SECONDS", 30.0)
 AGENTWEB_MCP_RESULT_CHARS = env_int("AGENTWEB_MCP_RESULT_CHARS", 20_000)
+# The characters of a tool's result the session keeps (recall reads them); the rest is dropped.
+AGENTWEB_MCP_KEPT_CHARS = env_int("AGENTWEB_MCP_KEPT_CHARS", 1_000_000)
 # Seconds a tool call that changes things waits for the user's answer before it is denied.
 AGENTWEB_MCP_APPROVAL_SECONDS = env_float("AGENTWEB_MCP_APPROVAL_SECONDS", 600.0)
 # Todo items open for this many replies without an update: the model gets a reminder (0: never).

@@ -222,10 +222,23 @@ def _assistant_parts(entry: EntryLike) -> list[Part]:
     return parts
 
 
+CLIPPED = "\n[… {left:,} more characters of this result left out (the session keeps them)]"
+
+
+def as_read(text: str, details: Any) -> str:
+    """A tool's result as the model reads it: whole, unless its details say at how many
+    characters it is clipped (an MCP tool's long result; the whole is kept in the entry)."""
+    most = details.get("clipped") if isinstance(details, dict) else None
+    if not isinstance(most, int) or isinstance(most, bool) or most < 0 or len(text) <= most:
+        return text
+    return text[:most] + CLIPPED.format(left=len(text) - most)
+
+
 def _tool_result_parts(entry: EntryLike, message: dict[str, Any]) -> list[Part]:
     name = str(message.get("toolName") or "tool")
     error = bool(message.get("isError"))
-    body = "\n".join(block_texts(entry.content)) or "(no output)"
+    whole = "\n".join(block_texts(entry.content)) or "(no output)"
+    body = as_read(whole, message.get("details"))
     label = f"[Tool result: {name}{', error' if error else ''}]"
     call_id = str(message.get("toolCallId") or "")
     text = f"{label}: {body}"

@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from sessions import generation
+from sessions import generation, handoff
+from sessions.agent.recall_tool import look_up
 from sessions.mcp import config, hub
 from sessions.mcp.config import ServersFileError
-from sessions.models import Entry, ToolChoice, ToolQuestion
+from sessions.models import ChatSession, Entry, ToolChoice, ToolQuestion
 
 from .conftest import db_async, make_session
 from .fake_anthropic import Reply
@@ -205,20 +206,62 @@ async def test_a_tool_error_and_a_crash_are_results_the_model_reads_and_the_serv
 
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)
-async def test_a_long_result_is_clipped_with_a_line_saying_how_much(
+async def test_a_long_result_is_clipped_for_the_model_kept_whole_and_recalled_after_a_handoff(
     owner, fake_anthropic, open_tab, servers, settings
 ):
     settings.AGENTWEB_MCP_RESULT_CHARS = 1_000
     session = await db_async(make_session)(owner)
-    fake_anthropic.enqueue(Reply.tool("mcp__workshop__lines", {"count": 500}), Reply.text("Read."))
+    fake_anthropic.enqueue(
+        Reply.tool("mcp__workshop__lines", {"count": 500}),
+        Reply.text("Read."),
+        Reply.text("Still here."),
+    )
     _, tab = await open_tab(owner, session)
     await tab.send(message="Read it")
     await tab.until("Read.</p>")
     await generation.wait_idle()
-    whole = len("\n".join(f"line {n:06d} of the long result" for n in range(1, 501)))
-    content = result_sent(fake_anthropic)["content"]
-    assert content.startswith("line 000001 of the long result\n")
-    assert content.endswith(f"\n[… {whole - 1000:,} more characters of this result left out]")
+    whole = "\n".join(f"line {n:06d} of the long result" for n in range(1, 501))
+    line = f"\n[… {len(whole) - 1000:,} more characters of this result left out (the session keeps them)]"  # noqa: E501
+    assert result_sent(fake_anthropic)["content"] == whole[:1000] + line
+    stored = await db_async(lambda: Entry.objects.get(role="toolResult").text)()
+    assert stored == whole  # the session keeps it all
+
+    await tab.send(message="And then?")  # the next request reads it as the first did
+    await tab.until("Still here.</p>")
+    await generation.wait_idle()
+    assert (whole[:1000] + line) in json.dumps(
+        fake_anthropic.requests[-1]["json"], ensure_ascii=False
+    ).replace("\\n", "\n")  # noqa: E501
+
+    def recalled_in_the_next_session() -> str:
+        old = ChatSession.objects.get(pk=session.pk)
+        reply = old.append_message(
+            "assistant", [{"type": "text", "text": "## Goal\nGo on."}], data={"purpose": "handoff"}
+        )
+        new = handoff.new_session(old, from_entry=reply, content=handoff.wrap("## Goal\nGo on."), data={"warnings": []})  # fmt: skip  # noqa: E501
+        return look_up({"query": "line 000480"}, new).text
+
+    assert "line 000480 of the long result" in await db_async(recalled_in_the_next_session)()
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_huge_result_is_kept_only_to_its_bound(
+    owner, fake_anthropic, open_tab, servers, settings
+):
+    settings.AGENTWEB_MCP_KEPT_CHARS = 3_000
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(
+        Reply.tool("mcp__workshop__lines", {"count": 20_000}), Reply.text("Huge.")
+    )
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Read it all")
+    await tab.until("Huge.</p>", timeout=20)
+    await generation.wait_idle()
+    stored = await db_async(lambda: Entry.objects.get(role="toolResult").text)()
+    whole = len("\n".join(f"line {n:06d} of the long result" for n in range(1, 20_001)))
+    assert stored.endswith(f"\n[… {whole - 3000:,} more characters the server sent were not kept]")
+    assert len(stored) < 3_100
 
 
 @pytest.mark.asyncio

@@ -51,8 +51,8 @@ def as_tool(found: ServerTool, *, always: bool = False) -> Tool:
             result = await server.call(found.tool.name, checked, progress)
         except ToolFailed as failed:
             return ToolResult(f"The tool call failed: {failed}", True)
-        text = results.clipped(results.as_text(result))
-        details = {"server": found.server, "tool": found.tool.name}
+        text, clipping = results.kept(results.as_text(result))
+        details = {"server": found.server, "tool": found.tool.name, **clipping}
         return ToolResult(text, result.is_error, details=details)
 
     return Tool(

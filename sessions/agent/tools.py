@@ -17,7 +17,7 @@ from django.conf import settings
 
 from foundation.database import short
 
-from ..context import USER
+from ..context import USER, as_read
 from ..models import ChatSession, Entry
 from ..models.questions import ALLOWED
 from ..providers import ToolCall
@@ -173,7 +173,8 @@ class ToolLoop:
                 result, entry = await database_sync_to_async(self._answer)(call, number <= most)
             self.streamer.remember(entry)
             await self.emit("tool_end", role=Entry.Role.TOOL_RESULT, entry=entry, caller=caller)
-            block = {"type": "tool_result", "tool_use_id": call.id, "content": result.text}
+            read = as_read(result.text, result.details)  # (a long one clipped: kept whole)
+            block = {"type": "tool_result", "tool_use_id": call.id, "content": read}
             blocks.append({**block, "is_error": True} if result.is_error else block)
         return {"role": USER, "content": blocks}
 

@@ -1,6 +1,6 @@
-"""A tool's result as the model reads it: its text, each image, link and resource named in
-words, and its structured content when it said nothing else; clipped to
-AGENTWEB_MCP_RESULT_CHARS with a line saying how much was left out."""
+"""A tool's result in words: its text, each image, link and resource named, and its structured
+content when it said nothing else. The session keeps it whole (up to a bound); the model reads
+it clipped to AGENTWEB_MCP_RESULT_CHARS, with a line saying how much was left out."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 import mcp_types
 from django.conf import settings
 
-CLIPPED = "\n[… {left:,} more characters of this result left out]"
+DROPPED = "\n[… {left:,} more characters the server sent were not kept]"
 
 
 def as_text(result: mcp_types.CallToolResult) -> str:
@@ -36,9 +36,12 @@ def _block(block: mcp_types.ContentBlock) -> str:
     return text if isinstance(text, str) else f"[resource: <{resource.uri}>]"
 
 
-def clipped(text: str, most: int | None = None) -> str:
-    """`text` held to `most` characters (AGENTWEB_MCP_RESULT_CHARS), with the count left out."""
-    most = settings.AGENTWEB_MCP_RESULT_CHARS if most is None else most
-    if len(text) <= most:
-        return text
-    return text[:most] + CLIPPED.format(left=len(text) - most)
+def kept(text: str) -> tuple[str, dict[str, int]]:
+    """The result as the session keeps it (at most AGENTWEB_MCP_KEPT_CHARS: a server that
+    answers 100 MB costs the database no more), and the details that clip it for the model at
+    AGENTWEB_MCP_RESULT_CHARS (`context.as_read`)."""
+    most = settings.AGENTWEB_MCP_KEPT_CHARS
+    if len(text) > most:
+        text = text[:most] + DROPPED.format(left=len(text) - most)
+    clip = settings.AGENTWEB_MCP_RESULT_CHARS
+    return text, ({"clipped": clip} if len(text) > clip else {})
