@@ -341,6 +341,11 @@ async def test_the_offline_model_is_offered_no_mcp_tools(owner, open_tab, server
     assert provider_for("claude-fake-test").calls_mcp_tools is True
     session = await db_async(make_session)(owner, model="local")
     assert all(not t.name.startswith("mcp__") for t in await db_async(offered_tools)(session))
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Use the git tool to read the repository's status")
+    said = await tab.until("they need Claude")
+    assert "I cannot call tools: the MCP tools this server offers act on real things" in said
+    await generation.wait_idle()
 
 
 @pytest.mark.asyncio

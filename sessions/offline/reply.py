@@ -28,6 +28,11 @@ OFFLINE_NOTICE = (
     "so it can only echo and summarise. Set `ANTHROPIC_API_KEY` to talk to Claude.*"
 )
 
+TOOLS_NEED_CLAUDE = (
+    "I cannot call tools: the MCP tools this server offers act on real things, and they need "
+    "Claude. Set `ANTHROPIC_API_KEY` and choose a Claude model for this session."
+)
+ASKS_FOR_TOOLS = re.compile(r"\b(?:tools?|mcp\w*)\b", re.IGNORECASE)
 CONCRETE_INTRO = "Concrete items I noticed:"
 HANDOFF_TIP = "Type `/handoff` when this conversation gets long."
 
@@ -158,6 +163,8 @@ def _chat_reply(request: str, turn: int) -> str:
         "",
         f"> {' '.join(words[:60])}{' …' if len(words) > 60 else ''}",
     ]
+    if ASKS_FOR_TOOLS.search(request):
+        lines += ["", TOOLS_NEED_CLAUDE]
     if found:
         lines += ["", "Concrete items I noticed:", ""] + [
             f"- `{item.strip('`')}`" for item in found[:8]
