@@ -384,6 +384,26 @@ async def test_a_server_flooding_progress_reaches_the_tabs_as_a_few_short_lines(
     assert result_sent(fake_anthropic)["content"] == "flooded"
 
 
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_servers_list_changed_notification_refreshes_the_tools_offered(
+    owner, fake_anthropic, open_tab, servers
+):
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(
+        Reply.tool("mcp__workshop__grow", {}), Reply.text("Grown."), Reply.text("Seen.")
+    )
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Grow a tool")
+    await tab.until("Grown.</p>")
+    await generation.wait_idle()
+    assert "mcp__workshop__grown" not in requests_tools(fake_anthropic, 0)
+    await tab.send(message="What now?")
+    await tab.until("Seen.</p>")
+    await generation.wait_idle()
+    assert "mcp__workshop__grown" in requests_tools(fake_anthropic, 2)
+
+
 # --- servers: streamable HTTP, and one that cannot start ----------------------------------------
 @pytest.fixture
 def http_workshop(tmp_path: Path) -> Iterator[tuple[str, Path]]:

@@ -25,6 +25,7 @@ from django.conf import settings
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.exceptions import MCPError
 
 from . import config
@@ -99,7 +100,12 @@ class Server:
                 await self.list_tools(client)
                 self.client, self.state = client, CONNECTED
                 ready.set_result(None)
-                await self.closing.wait()
+                listener = asyncio.create_task(self.listen(client))
+                try:
+                    await self.closing.wait()
+                finally:
+                    listener.cancel()
+                    await asyncio.gather(listener, return_exceptions=True)
         except BaseException as error:  # noqa: BLE001 - every fault is a state, never a crash
             self.fail(describe(error, self.stderr_tail()))
             if not ready.done():
@@ -151,6 +157,19 @@ class Server:
             if cursor is None:
                 break
         self.tools, self.stale = tools, False
+
+    async def listen(self, client: Client) -> None:
+        """Mark the tools stale when the server says they changed: through a
+        `subscriptions/listen` stream on a 2026-07-28 connection (`on_message` hears an older
+        server's notification). The next use lists them again."""
+        try:
+            async with client.listen(tools_list_changed=True) as changes:
+                async for _ in changes:
+                    self.stale = True
+        except ListenNotSupportedError:
+            return  # an older server: its notification reaches `on_message`
+        except MCPError as error:  # the server does not offer the stream: no refresh, said
+            log.info("MCP server %s: no tool-list changes (%s)", self.spec.name, error)
 
     async def on_message(self, message: Any) -> None:
         if isinstance(message, mcp_types.ToolListChangedNotification):

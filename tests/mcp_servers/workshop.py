@@ -62,6 +62,19 @@ async def flood(count: int, ctx: Context) -> str:
 
 
 @server.tool(annotations=READ_ONLY)
+async def grow(ctx: Context) -> str:
+    """Add the tool `grown`, and tell the client its list changed."""
+
+    def grown() -> str:
+        """A tool that was not there at first."""
+        return "grown"
+
+    server.add_tool(grown, annotations=READ_ONLY)
+    await ctx.notify_tools_changed()  # to `subscriptions/listen` streams (2026-07-28)
+    return "added grown"
+
+
+@server.tool(annotations=READ_ONLY)
 def fail(why: str) -> str:
     """Fail with `why` (an error result the model reads)."""
     raise ToolError(why)
