@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -46,9 +47,10 @@ async def workshop(settings: Any, tmp_path: Path) -> AsyncIterator[Path]:
 
 
 def question_in(html: str) -> int:
-    found = re.search(r'id="question-(\d+)"', html)
+    """The question the latest card with buttons in `html` asks."""
+    found = re.findall(r'"action": "answer", "question": (\d+)', html)
     assert found, "no question card in the frames"
-    return int(found[1])
+    return int(found[-1])
 
 
 def results_sent(fake_anthropic: Any) -> list[dict[str, Any]]:
@@ -304,3 +306,72 @@ async def test_a_question_asked_in_one_process_is_answered_from_a_tab_on_the_oth
     await tab_a.until("Written from afar.</p>")
     await tab_b.until("Allowed once")
     assert written(notes) == ["far.txt"]
+
+
+# --- mcp-server-git, from PyPI, on a repository of the test's own --------------------------------
+@pytest_asyncio.fixture
+async def git_repository(settings: Any, tmp_path: Path) -> AsyncIterator[Path]:
+    """A repository with one commit and two new files, and mcp-server-git configured on it."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
+        return done.stdout
+
+    git("init", "-q")
+    git("config", "user.email", "agent@example.com")
+    git("config", "user.name", "Agent")
+    (repo / "README").write_text("hello\n")
+    git("add", "README")
+    git("commit", "-qm", "First commit")
+    (repo / "parser.py").write_text("def parse(): ...\n")
+    (repo / "secrets.env").write_text("TOKEN=abc\n")
+    server = {
+        "command": sys.executable,
+        "args": ["-m", "mcp_server_git", "--repository", str(repo)],
+    }
+    (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"git": server}}))
+    settings.AGENTWEB_MCP_SERVERS = str(tmp_path / "mcp.json")
+    yield repo
+    await hub.close()
+
+
+async def test_claude_reads_the_status_the_user_allows_one_commit_and_denies_another(
+    owner, fake_anthropic, open_tab, git_repository
+):
+    repo = str(git_repository)
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(
+        Reply.tool("mcp__git__git_status", {"repo_path": repo}),
+        Reply.tool("mcp__git__git_add", {"repo_path": repo, "files": ["parser.py"]}),
+        Reply.tool("mcp__git__git_commit", {"repo_path": repo, "message": "Add the parser"}),
+        Reply.tool("mcp__git__git_add", {"repo_path": repo, "files": ["secrets.env"]}),
+        Reply.text("The parser is committed; the secrets were not added."),
+    )
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Commit the parser")
+    html = await tab.until("Run <code>mcp__git__git_add</code>?")  # the status ran at once
+    await tab.send(action="answer", question=question_in(html), answer="once")
+    tab.received.clear()
+    html = await tab.until("Run <code>mcp__git__git_commit</code>?")
+    await tab.send(action="answer", question=question_in(html), answer="once")
+    tab.received.clear()
+    html = await tab.until("Run <code>mcp__git__git_add</code>?")
+    await tab.send(action="answer", question=question_in(html), answer="deny")
+    await tab.until("the secrets were not added.</p>")
+    await generation.wait_idle()
+
+    status, added, committed, denied = results_sent(fake_anthropic)
+    assert "Untracked files:" in status["content"] and "parser.py" in status["content"]
+    assert added["content"] == "Files staged successfully"
+    assert committed["content"].startswith("Changes committed successfully with hash ")
+    assert denied["content"] == "The user denied this call: it was not run."
+    log = subprocess.run(
+        ["git", "log", "--format=%s"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout
+    assert log.splitlines() == ["Add the parser", "First commit"]
+    untracked = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout
+    assert untracked == "?? secrets.env\n"
