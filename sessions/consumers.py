@@ -26,6 +26,9 @@ from .commands import session as session_commands
 from .consuming import LeanConsumer
 from .forms import Frame, FrameError, parse_frame
 from .frame_budget import FrameBudget
+from .mcp import prompts as mcp_prompts
+from .mcp.hub import warm as warm_mcp_servers
+from .mcp.prompts import PREFIX as MCP_PREFIX
 from .models import ChatSession, Entry, PromptTemplate, Refused, ToolQuestion
 from .numbers import whole_number
 from .partials import announce
@@ -78,6 +81,7 @@ class SessionConsumer(LeanConsumer):
         await self.channel_layer.group_add(self.user_group, self.channel_name)
         self.joined = True
         await self.accept()
+        warm_mcp_servers()  # the servers' prompts reach the `/` menu of the next page
         await self.resync()
 
     async def dispatch(self, message: dict[str, Any]) -> None:
@@ -192,6 +196,10 @@ class SessionConsumer(LeanConsumer):
         if isinstance(parsed, commands.UnknownCommand):  # perhaps one of the user's templates
             names = await database_sync_to_async(PromptTemplate.names_of)(self.session.owner_id)
             parsed = commands.parse(text, template_names=names)
+        if isinstance(parsed, commands.UnknownCommand) and parsed.name.startswith(MCP_PREFIX):
+            text = await mcp_prompts.text_of(parsed.name, parsed.args)  # a server's prompt
+            await self.prompt(text, checked=True)
+            return
         if isinstance(parsed, commands.UnknownCommand):
             raise Refused(parsed.message)
         if isinstance(parsed, commands.Prompt):

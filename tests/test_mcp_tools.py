@@ -404,6 +404,37 @@ async def test_a_servers_list_changed_notification_refreshes_the_tools_offered(
     assert "mcp__workshop__grown" in requests_tools(fake_anthropic, 2)
 
 
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_servers_prompt_is_a_slash_command_whose_words_fill_its_arguments(
+    owner, fake_anthropic, open_tab, servers, client
+):
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(Reply.text("Reviewed."))
+    _, tab = await open_tab(owner, session)  # a tab opens: the servers connect
+    await hub.hub().tools()
+    await db_async(client.force_login)(owner)
+    page = (await db_async(client.get)(f"/sessions/{session.pk}/")).content.decode()
+    assert (
+        '<strong>/mcp__workshop__review</strong> <span class="hint">&lt;path&gt; [focus]</span> '
+        '<span class="badge">MCP prompt</span> <span class="muted">Ask for a review of a file.'
+    ) in page
+
+    await tab.send(message="/mcp__workshop__review")
+    assert "/mcp__workshop__review needs path: /mcp__workshop__review &lt;path&gt; [focus]" in (
+        await tab.until("needs path")
+    )
+    await tab.send(message='/mcp__workshop__review "src/parser.py" security')
+    await tab.until("Reviewed.</p>")
+    await generation.wait_idle()
+    sent = fake_anthropic.requests[0]["json"]["messages"][-1]["content"]
+    assert sent == [
+        {"type": "text", "text": "Please review src/parser.py, looking at security first."}
+    ]
+    await tab.send(message="/mcp__nowhere__review x")
+    assert "Unknown command /mcp__nowhere__review." in await tab.until("Unknown command")
+
+
 # --- servers: streamable HTTP, and one that cannot start ----------------------------------------
 @pytest.fixture
 def http_workshop(tmp_path: Path) -> Iterator[tuple[str, Path]]:

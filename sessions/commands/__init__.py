@@ -52,6 +52,7 @@ class CommandCall:
 @dataclass(frozen=True)
 class UnknownCommand:
     name: str
+    args: str = ""  # what followed the name (an MCP server's prompt takes it)
 
     @property
     def message(self) -> str:
@@ -71,4 +72,4 @@ def parse(text: str, *, template_names: frozenset[str] = frozenset()) -> Parsed:
         return CommandCall(name, args)
     if name in template_names:
         return Prompt(text)
-    return UnknownCommand(name)
+    return UnknownCommand(name, args)

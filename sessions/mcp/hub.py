@@ -64,6 +64,7 @@ class Server:
         self.state = NOT_STARTED
         self.error = ""
         self.tools: list[mcp_types.Tool] = []
+        self.prompts: list[mcp_types.Prompt] = []
         self.client: Client | None = None
         self.holder: asyncio.Task[None] | None = None
         self.ready: asyncio.Future[None] | None = None
@@ -98,6 +99,7 @@ class Server:
         try:
             async with Client(self.transport(), message_handler=self.on_message) as client:
                 await self.list_tools(client)
+                await self.list_prompts(client)
                 self.client, self.state = client, CONNECTED
                 ready.set_result(None)
                 listener = asyncio.create_task(self.listen(client))
@@ -158,6 +160,34 @@ class Server:
                 break
         self.tools, self.stale = tools, False
 
+    async def list_prompts(self, client: Client) -> None:
+        """The server's prompts (none when it offers none), for the `/` menu of every page."""
+        if client.server_capabilities.prompts is None:
+            return
+        prompts: list[mcp_types.Prompt] = []
+        cursor: str | None = None
+        for _ in range(100):
+            page = await client.list_prompts(cursor=cursor)
+            prompts += page.prompts
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        self.prompts = prompts
+        KNOWN_PROMPTS[self.spec.name] = tuple(prompts)
+
+    async def prompt_text(self, name: str, arguments: dict[str, str]) -> str:
+        """Prompt `name` with `arguments`, as the text of the messages it gives."""
+        client = await self.connected()
+        try:
+            async with asyncio.timeout(settings.AGENTWEB_MCP_TIMEOUT):
+                got = await client.get_prompt(name, arguments)
+        except TimeoutError:
+            raise ToolFailed("the server did not give the prompt in time") from None
+        except Exception as error:
+            raise ToolFailed(describe(error, "")) from None
+        texts = [_words(message.content) for message in got.messages]
+        return "\n\n".join(text for text in texts if text)
+
     async def listen(self, client: Client) -> None:
         """Mark the tools stale when the server says they changed: through a
         `subscriptions/listen` stream on a 2026-07-28 connection (`on_message` hears an older
@@ -215,6 +245,19 @@ class Server:
             self.errors = None
 
 
+def _words(block: mcp_types.ContentBlock) -> str:
+    if isinstance(block, mcp_types.TextContent):
+        return block.text
+    resource = getattr(block, "resource", None)
+    text = getattr(resource, "text", None)
+    return text if isinstance(text, str) else ""
+
+
+# The prompts each server listed last in this process (any event loop's hub), by server: the
+# pages' `/` menus read them from their threads.
+KNOWN_PROMPTS: dict[str, tuple[mcp_types.Prompt, ...]] = {}
+
+
 def describe(error: BaseException, stderr: str) -> str:
     """An error as a person reads it: the innermost cause of a group, and the server's last
     words on its stderr."""
@@ -268,6 +311,22 @@ def hub() -> Hub:
 def configured() -> tuple[ServerConfig, ...]:
     """The servers the operator's file names (read at start-up, and checked there)."""
     return config.load(settings.AGENTWEB_MCP_SERVERS)
+
+
+_warming: set[asyncio.Task[list[ServerTool]]] = set()
+
+
+def warm() -> None:
+    """Connect this process's servers in the background, if any is configured and not yet
+    connected (a tab opened: its next page's `/` menu lists their prompts)."""
+    if not settings.AGENTWEB_MCP_SERVERS:
+        return
+    servers = hub()
+    if all(server.state != NOT_STARTED for server in servers.servers.values()):
+        return
+    task = asyncio.get_running_loop().create_task(servers.tools())
+    _warming.add(task)
+    task.add_done_callback(_warming.discard)
 
 
 async def close() -> None:

@@ -25,6 +25,7 @@ from .. import (
     transcript,
 )
 from ..forms import ImportForm, PreferencesForm, RenameForm
+from ..mcp import prompts as mcp_prompts
 from ..models import ChatSession, Entry, Preferences, PromptTemplate, ToolQuestion
 from ..numbers import entry_id_of, whole_number
 from ..providers import catalog
@@ -91,6 +92,7 @@ def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse
         "forks": list(ChatSession.objects.filter(forked_from__session=session).order_by("pk")),
         "commands": commands.REGISTRY.values(),
         "prompts": PromptTemplate.of(request.user.pk),
+        "mcp_prompts": mcp_prompts.menu(),
         "mention_menu": mentions.menu(request.user, session),
         "ws_url": f"/ws/sessions/{session.pk}/?after={after}",
         "max_message_chars": settings.AGENTWEB_MAX_MESSAGE_CHARS,

@@ -99,6 +99,12 @@ def page() -> str:
     return '<script>alert("owned")</script><img src=x onerror=alert(1)>'
 
 
+@server.prompt()
+def review(path: str, focus: str = "correctness") -> str:
+    """Ask for a review of a file."""
+    return f"Please review {path}, looking at {focus} first."
+
+
 @server.tool()
 def write(name: str) -> str:
     """Write a file (a tool that changes things: not read-only)."""
