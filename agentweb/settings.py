@@ -392,6 +392,8 @@ AGENTWEB_MCP_SERVERS = env_str("AGENTWEB_MCP_SERVERS")
 AGENTWEB_MCP_TIMEOUT = env_float("AGENTWEB_MCP_TIMEOUT", 120.0)
 AGENTWEB_MCP_CONNECT_SECONDS = env_float("AGENTWEB_MCP_CONNECT_SECONDS", 30.0)
 AGENTWEB_MCP_RESULT_CHARS = env_int("AGENTWEB_MCP_RESULT_CHARS", 20_000)
+# The largest image of a tool's result that is kept and shown to the model, in bytes.
+AGENTWEB_MCP_IMAGE_BYTES = env_int("AGENTWEB_MCP_IMAGE_BYTES", 5_000_000)
 # The characters of a tool's result the session keeps (recall reads them); the rest is dropped.
 AGENTWEB_MCP_KEPT_CHARS = env_int("AGENTWEB_MCP_KEPT_CHARS", 1_000_000)
 # Seconds a tool call that changes things waits for the user's answer before it is denied.

@@ -8,6 +8,7 @@ placeholder naming their type (their bytes stay in the database and the export).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +18,8 @@ from .context import bash_failed, bash_text, tool_call_line
 from .models import Entry
 from .shapes import an_id, part
 from .store import Outline
+
+BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 
 SHOWN_RESULT_CHARS = 20_000  # a longer tool output is cut in the page (the export has it all)
 
@@ -133,7 +136,21 @@ def _result_block(result: Entry, name: str, *, line: str) -> Block:
         "result": text[:SHOWN_RESULT_CHARS],
         "cut": max(0, len(text) - SHOWN_RESULT_CHARS),
         "error": part(result.data, "message").get("isError") is True,
+        "images": _images(result),
     }
+
+
+def _images(result: Entry) -> list[str]:
+    """A tool result's images, as data URLs the card shows (only the kinds Claude reads)."""
+    return [
+        f"data:{block['mimeType']};base64,{block['data']}"
+        for block in result.content or []
+        if isinstance(block, dict)
+        and block.get("type") == "image"
+        and block.get("mimeType") in ("image/png", "image/jpeg", "image/gif", "image/webp")
+        and isinstance(block.get("data"), str)
+        and BASE64.fullmatch(block["data"])
+    ]
 
 
 def _recalled(result: Entry) -> list[Block]:

@@ -7,6 +7,7 @@ Anthropic server."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import re
@@ -27,6 +28,7 @@ from sessions.models import ChatSession, Entry, ToolChoice, ToolQuestion
 
 from .conftest import db_async, make_session
 from .fake_anthropic import Reply
+from .mcp_servers.workshop import PNG
 from .servers import ROOT, free_port, wait_for_port
 
 
@@ -433,6 +435,30 @@ async def test_a_servers_prompt_is_a_slash_command_whose_words_fill_its_argument
     ]
     await tab.send(message="/mcp__nowhere__review x")
     assert "Unknown command /mcp__nowhere__review." in await tab.until("Unknown command")
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_an_image_result_is_shown_in_the_card_and_sent_to_the_model_as_an_image(
+    owner, fake_anthropic, open_tab, servers
+):
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(Reply.tool("mcp__workshop__picture", {}), Reply.text("A red dot."))
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Draw")
+    await tab.until("A red dot.</p>")
+    await generation.wait_idle()
+    data = base64.b64encode(PNG).decode()
+    shown = "".join(tab.received)
+    image = f'src="data:image/png;base64,{data}" alt="Image from mcp__workshop__picture">'
+    assert f'<img class="tool-image" {image}' in shown, shown[shown.find("tool-result") :][:600]
+    content = result_sent(fake_anthropic)["content"]
+    assert content[0]["type"] == "text" and content[0]["text"].startswith("One red pixel.")
+    assert content[1] == {
+        "type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data},
+    }  # fmt: skip
+    stored = await db_async(lambda: Entry.objects.get(role="toolResult").content)()
+    assert stored[1] == {"type": "image", "data": data, "mimeType": "image/png"}
 
 
 # --- servers: streamable HTTP, and one that cannot start ----------------------------------------

@@ -53,7 +53,7 @@ def as_tool(found: ServerTool, *, always: bool = False) -> Tool:
             return ToolResult(f"The tool call failed: {failed}", True)
         text, clipping = results.kept(results.as_text(result))
         details = {"server": found.server, "tool": found.tool.name, **clipping}
-        return ToolResult(text, result.is_error, details=details)
+        return ToolResult(text, result.is_error, details, results.images(result))
 
     return Tool(
         name=tool_name(found.server, found.tool.name),

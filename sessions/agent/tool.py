@@ -16,6 +16,7 @@ class ToolResult:
     text: str
     is_error: bool = False
     details: dict[str, Any] = field(default_factory=dict)  # what it produced, kept in the entry
+    images: list[dict[str, str]] = field(default_factory=list)  # {"type": "image", data, mimeType}
 
 
 # An async tool's progress, as it reports it: done so far, the total (if known), and words.

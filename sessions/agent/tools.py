@@ -80,6 +80,12 @@ async def run_on_the_loop(
     return ToolResult(CANCELLED, True) if done is None else done
 
 
+def image_block(image: dict[str, str]) -> dict[str, Any]:
+    """A kept image as the Messages API takes it."""
+    source = {"type": "base64", "media_type": image["mimeType"], "data": image["data"]}
+    return {"type": "image", "source": source}
+
+
 def record_result(
     session: ChatSession,
     call_id: str,
@@ -88,13 +94,14 @@ def record_result(
     *,
     is_error: bool = False,
     details: dict[str, Any] | None = None,
+    images: list[dict[str, str]] | None = None,
 ) -> Entry:
     """A tool's result, as the reference agent stores it: a `toolResult` message naming the call
     it answers (its `details` hold what the tool produced, e.g. the todo list it set)."""
     message: dict[str, Any] = {"toolCallId": call_id, "toolName": tool_name, "isError": is_error}
     if details:
         message["details"] = details
-    content = [{"type": "text", "text": text}]
+    content = [{"type": "text", "text": text}, *(images or [])]
     return session.append_message(Entry.Role.TOOL_RESULT, content, data={"message": message})
 
 
@@ -174,7 +181,12 @@ class ToolLoop:
             self.streamer.remember(entry)
             await self.emit("tool_end", role=Entry.Role.TOOL_RESULT, entry=entry, caller=caller)
             read = as_read(result.text, result.details)  # (a long one clipped: kept whole)
-            block = {"type": "tool_result", "tool_use_id": call.id, "content": read}
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call.id, "content": read}
+            if result.images:  # the model sees them, as image blocks after the words
+                block["content"] = [
+                    {"type": "text", "text": read},
+                    *map(image_block, result.images),
+                ]
             blocks.append({**block, "is_error": True} if result.is_error else block)
         return {"role": USER, "content": blocks}
 
@@ -222,5 +234,5 @@ class ToolLoop:
     def _recorded(self, call: ToolCall, result: ToolResult) -> Entry:
         return record_result(
             self.session, call.id, call.name, result.text, is_error=result.is_error,
-            details=result.details,
+            details=result.details, images=result.images,
         )  # fmt: skip

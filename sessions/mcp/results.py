@@ -22,6 +22,22 @@ def as_text(result: mcp_types.CallToolResult) -> str:
     return "\n".join(parts) if parts else "(the tool returned nothing)"
 
 
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")  # what Claude reads
+
+
+def images(result: mcp_types.CallToolResult) -> list[dict[str, str]]:
+    """The result's images as the session keeps them (the reference agent's image blocks):
+    those of a kind Claude reads, each within AGENTWEB_MCP_IMAGE_BYTES."""
+    most = settings.AGENTWEB_MCP_IMAGE_BYTES * 4 // 3  # base64's length
+    return [
+        {"type": "image", "data": block.data, "mimeType": block.mime_type}
+        for block in result.content
+        if isinstance(block, mcp_types.ImageContent)
+        and block.mime_type in IMAGE_TYPES
+        and len(block.data) <= most
+    ]
+
+
 def _block(block: mcp_types.ContentBlock) -> str:
     if isinstance(block, mcp_types.TextContent):
         return block.text

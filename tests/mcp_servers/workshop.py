@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.utilities.types import Image
 from mcp_types import ToolAnnotations
 
 READ_ONLY = ToolAnnotations(read_only_hint=True)
@@ -91,6 +92,19 @@ def crash() -> str:
 def lines(count: int) -> str:
     """`count` numbered lines of text."""
     return "\n".join(f"line {n:06d} of the long result" for n in range(1, count + 1))
+
+
+# A 1×1 red PNG.
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d49484452000000010000000108020000009077"
+    "53de0000000c4944415408d763f8cfc000000301010018dd8db00000000049454e44ae426082"
+)
+
+
+@server.tool(annotations=READ_ONLY)
+def picture() -> list[str | Image]:
+    """A picture, and words about it."""
+    return ["One red pixel.", Image(data=PNG, format="png")]
 
 
 @server.tool(annotations=READ_ONLY)
