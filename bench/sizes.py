@@ -33,8 +33,9 @@ from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from foundation.interpreter import settle  # noqa: E402
-from sessions import consumers, handoff, rendering  # noqa: E402
+from sessions import handoff, rendering  # noqa: E402
 from sessions.models import ChatSession, Entry  # noqa: E402
+from sessions.partials import catch_up  # noqa: E402
 
 DOCUMENT = "\n\n".join(f"## {name}\nsrc/app/module_7.py" for name in handoff.SECTIONS)
 
@@ -103,7 +104,7 @@ def measure(client: Client, session: ChatSession, runs: int) -> str:
     fresh_s = median_seconds(fresh, runs)
     client.get(compare)
     warm_s = median_seconds(lambda: client.get(compare), runs)
-    catch_up_s = median_seconds(lambda: consumers._catch_up(session.pk, session.leaf_id or 0), runs)
+    catch_up_s = median_seconds(lambda: catch_up.state(session.pk, session.leaf_id or 0), runs)
     return (
         f"page {page_s * 1000:6.1f} ms ({queries(client, page)} queries)  "
         f"side by side {compare_s * 1000:6.1f} ms ({queries(client, compare)} queries), "

@@ -21,7 +21,7 @@ from django.urls import reverse
 
 from foundation.database import short
 
-from . import commands, generation, partials, pushes, sign_ins, status, store, tabs
+from . import commands, generation, partials, pushes, sign_ins, store, tabs
 from .commands import session as session_commands
 from .consuming import LeanConsumer
 from .forms import Frame, FrameError, parse_frame
@@ -29,11 +29,10 @@ from .frame_budget import FrameBudget
 from .mcp import prompts as mcp_prompts
 from .mcp.hub import warm as warm_mcp_servers
 from .mcp.prompts import PREFIX as MCP_PREFIX
-from .models import ChatSession, Entry, PromptTemplate, Refused, ToolQuestion
+from .models import ChatSession, PromptTemplate, Refused
 from .numbers import whole_number
-from .partials import announce
+from .partials import announce, catch_up
 from .partials.events import render
-from .transcript import fold
 
 log = logging.getLogger(__name__)
 
@@ -327,15 +326,17 @@ class SessionConsumer(LeanConsumer):
         At most CATCH_UP_LIMIT entries, rendered CATCH_UP_PAGE at a time, each page in a call
         of its own: the one database thread every socket shares is never held for long.
         """
-        state = await database_sync_to_async(_catch_up)(self.session.pk, self.after)
+        state = await database_sync_to_async(catch_up.state)(self.session.pk, self.after)
         if state is None:  # deleted meanwhile (another tab, a chain's delete): said, and closed
             await self.session_deleted({"html": partials.notice(announce.DELETED, "error")})
             return
         if state["skipped"]:
-            await self.send(text_data=partials.notice(_skipped(state["skipped"]), "warning"))
-        for start in range(0, len(state["newer"]), CATCH_UP_PAGE):
-            page = state["newer"][start : start + CATCH_UP_PAGE]
-            await self.push(*await database_sync_to_async(_render)(page))
+            await self.send(
+                text_data=partials.notice(catch_up.skipped(state["skipped"]), "warning")
+            )
+        for start in range(0, len(state["newer"]), catch_up.PAGE):
+            page = state["newer"][start : start + catch_up.PAGE]
+            await self.push(*await database_sync_to_async(catch_up.rendered)(page))
         self.after = state["after"]
         await self.send(text_data=state["status"])
         if state["channel"]:
@@ -365,8 +366,6 @@ def _opening(login: str, user: User, session_id: int) -> tuple[bool, ChatSession
     return sign_ins.holds(login, user.pk), store.owned_session(user, session_id)
 
 
-CATCH_UP_LIMIT = 200
-CATCH_UP_PAGE = 50
 TOO_FAST = "Too many messages at once: wait a moment, then send again."
 FRAME_FAILED = (
     "agentweb failed to take that message (the server's log has the error): it is back in the "
@@ -374,35 +373,9 @@ FRAME_FAILED = (
 )
 
 
-def _skipped(count: int) -> str:
-    return f"{count:,} earlier new entries are not shown here: reload the page to see them."
-
-
-def _catch_up(session_id: int, after: int) -> dict[str, Any] | None:
-    """What a tab needs to catch up from entry `after`; None: the session is gone."""
-    session = ChatSession.objects.filter(pk=session_id).first()
-    if session is None:
-        return None
-    newer = [entry_id for entry_id, _ in store.branch_outline(session) if entry_id > after]
-    shown = newer[-CATCH_UP_LIMIT:]
-    return {
-        "after": max([after, *newer]),
-        "newer": Entry.in_order(shown),
-        "skipped": len(newer) - len(shown),
-        "status": partials.status(session, status.read(session))
-        + partials.questions(ToolQuestion.open_in(session.pk, session.generation_id)),
-        "channel": session.generation_channel if session.is_generating else "",
-        "claimed": session.generation_id,
-    }
-
-
 @functools.cache
 def _too_large() -> str:
     return partials.notice(pushes.TOO_LARGE, "warning")
-
-
-def _render(entries: list[Any]) -> list[str]:
-    return [partials.entry(entry) for entry in fold(entries)]
 
 
 def _query_int(scope: dict[str, Any], name: str) -> int:
