@@ -64,6 +64,7 @@ async def until(tab: Any, needle: str) -> None:
 async def through_agentweb(fake: FakeAnthropic, user: Any, cookie: str, n: int) -> float:
     """Seconds from the tool_use reply's end to the next request's arrival."""
     fake.reset()
+    fake.keep_alive = True  # as the API does: the next request goes on the same connection
     fake.enqueue(Reply.tool("mcp__workshop__echo", {"text": f"w{n}"}), Reply.text(f"done {n}"))
     tab = await open_tab(user, cookie)
     await tab.send_to(text_data=json.dumps({"message": "echo it"}))

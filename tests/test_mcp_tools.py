@@ -504,6 +504,33 @@ async def test_a_streamable_http_server_is_listed_and_called_with_its_headers(
 
 
 @pytest.mark.asyncio
+async def test_an_http_server_that_dies_mid_call_is_an_error_result_and_is_failed_with_words(
+    http_workshop, tmp_path, settings
+):
+    url, notes = http_workshop
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"web": {"type": "http", "url": url}}}))
+    settings.AGENTWEB_MCP_SERVERS = str(path)
+    settings.AGENTWEB_MCP_TIMEOUT = 10
+    try:
+        web = hub.hub().servers["web"]
+        calling = asyncio.create_task(web.call("crash", {}))
+        with pytest.raises(hub.ToolFailed) as failed:
+            await calling
+        assert str(failed.value) == (
+            "the MCP server 'web' stopped: it stopped during a call (no words on stderr)"
+        )
+        with pytest.raises(hub.ToolFailed) as again:  # nobody answers there now
+            await web.call("echo", {"text": "anyone?"})
+        assert str(again.value) == (
+            "the MCP server 'web' is not available: ConnectError: All connection attempts failed"
+        )
+        assert web.state == "failed"
+    finally:
+        await hub.close()
+
+
+@pytest.mark.asyncio
 async def test_a_server_that_cannot_start_is_failed_with_its_error_and_the_others_still_serve(
     tmp_path, settings
 ):
