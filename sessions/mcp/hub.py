@@ -229,7 +229,8 @@ class Server:
             if error.code != mcp_types.CONNECTION_CLOSED:  # the server's own error, in words
                 raise ToolFailed(f"the server answered: {error}") from None
             # The server went away mid-call: started again on its next use.
-            self.fail(f"it stopped during a call ({self.stderr_tail() or 'no words on stderr'})")
+            said = self.stderr_tail()  # a stdio server's last words, if it wrote any
+            self.fail("it stopped during a call" + (f" ({said})" if said else ""))
             self.closing.set()
             raise ToolFailed(f"the MCP server {self.spec.name!r} stopped: {self.error}") from None
         except Exception as error:  # an answer the SDK could not read, a transport fault
