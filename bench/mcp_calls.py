@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -30,7 +29,7 @@ import harness
 harness.setup()  # Django on a throwaway database, before any project import
 
 from django.conf import settings  # noqa: E402
-from harness import ROOT, fake_api, open_tab, signed_in_user  # noqa: E402
+from harness import fake_api, open_tab, signed_in_user  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
@@ -38,20 +37,14 @@ from sessions import generation  # noqa: E402
 from sessions.mcp import hub  # noqa: E402
 from sessions.models import Entry  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic, Reply  # noqa: E402
+from tests.mcp_servers import servers_file, workshop_spec  # noqa: E402
 
 NOTES = Path(tempfile.mkdtemp(prefix="bench-mcp-"))
-WORKSHOP = StdioServerParameters(
-    command=sys.executable,
-    args=["-m", "tests.mcp_servers.workshop", "stdio", str(NOTES)],
-    cwd=str(ROOT),
-)
+WORKSHOP = StdioServerParameters(**workshop_spec(NOTES))  # the same server, for the SDK's own call
 
 
 def configure() -> None:
-    spec = {"command": WORKSHOP.command, "args": WORKSHOP.args, "cwd": str(WORKSHOP.cwd)}
-    path = NOTES / "mcp.json"
-    path.write_text(json.dumps({"mcpServers": {"workshop": spec}}))
-    settings.AGENTWEB_MCP_SERVERS = str(path)
+    settings.AGENTWEB_MCP_SERVERS = servers_file(NOTES, workshop=workshop_spec(NOTES))
 
 
 async def until(tab: Any, needle: str) -> None:

@@ -22,7 +22,8 @@ from sessions.models import Entry, ToolQuestion
 
 from .conftest import db_async, make_session
 from .fake_anthropic import FakeAnthropic, Reply
-from .servers import ROOT, Daphne, RedisServer
+from .mcp_servers import servers_file, workshop_spec
+from .servers import Daphne, RedisServer
 from .test_processes import model_env
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
@@ -31,17 +32,11 @@ ASKED = "Run <code>mcp__workshop__write</code>?"
 
 
 @pytest_asyncio.fixture
-async def workshop(settings: Any, tmp_path: Path) -> AsyncIterator[Path]:
+async def workshop_server(settings: Any, tmp_path: Path) -> AsyncIterator[Path]:
     """The tests' own server, configured; yields the folder where it notes what it wrote."""
     notes = tmp_path / "notes"
     notes.mkdir()
-    server = {
-        "command": sys.executable,
-        "args": ["-m", "tests.mcp_servers.workshop", "stdio", str(notes)],
-        "cwd": str(ROOT),
-    }
-    (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"workshop": server}}))
-    settings.AGENTWEB_MCP_SERVERS = str(tmp_path / "mcp.json")
+    settings.AGENTWEB_MCP_SERVERS = servers_file(tmp_path, workshop=workshop_spec(notes))
     yield notes
     await hub.close()
 
@@ -62,7 +57,7 @@ def written(notes: Path) -> list[str]:
 
 
 async def test_allow_once_runs_the_call_and_the_reply_goes_on(
-    owner, fake_anthropic, open_tab, workshop
+    owner, fake_anthropic, open_tab, workshop_server
 ):
     session = await db_async(make_session)(owner)
     fake_anthropic.enqueue(
@@ -79,20 +74,20 @@ async def test_allow_once_runs_the_call_and_the_reply_goes_on(
     )
     for button in ("Allow once", "Allow for this session", "Deny"):
         assert f">{button}</button>" in html
-    assert written(workshop) == []  # nothing runs before the answer
+    assert written(workshop_server) == []  # nothing runs before the answer
 
     await tab.send(action="answer", question=question_in(html), answer="once")
     html = await tab.until("Written.</p>")
     await generation.wait_idle()
     assert '<p class="question-answer" role="status">Allowed once</p>' in "".join(tab.received)
-    assert written(workshop) == ["notes.txt"]
+    assert written(workshop_server) == ["notes.txt"]
     assert results_sent(fake_anthropic)[0]["content"] == "wrote notes.txt"
     stored = await db_async(lambda: list(ToolQuestion.objects.values_list("answer", flat=True)))()
     assert stored == ["once"]
 
 
 async def test_allow_for_this_session_answers_the_tools_later_calls(
-    owner, fake_anthropic, open_tab, workshop
+    owner, fake_anthropic, open_tab, workshop_server
 ):
     session = await db_async(make_session)(owner)
     fake_anthropic.enqueue(
@@ -106,12 +101,12 @@ async def test_allow_for_this_session_answers_the_tools_later_calls(
     await tab.send(action="answer", question=question_in(html), answer="session")
     await tab.until("Both written.</p>")
     await generation.wait_idle()
-    assert written(workshop) == ["one.txt", "two.txt"]
+    assert written(workshop_server) == ["one.txt", "two.txt"]
     assert await db_async(ToolQuestion.objects.count)() == 1  # the second was not asked
 
 
 async def test_deny_runs_nothing_and_the_model_reads_that_the_user_denied_it(
-    owner, fake_anthropic, open_tab, workshop
+    owner, fake_anthropic, open_tab, workshop_server
 ):
     session = await db_async(make_session)(owner)
     fake_anthropic.enqueue(
@@ -123,7 +118,7 @@ async def test_deny_runs_nothing_and_the_model_reads_that_the_user_denied_it(
     await tab.send(action="answer", question=question_in(html), answer="deny")
     await tab.until("Understood.</p>")
     await generation.wait_idle()
-    assert written(workshop) == []
+    assert written(workshop_server) == []
     result = results_sent(fake_anthropic)[0]
     assert (result["content"], result["is_error"]) == (
         "The user denied this call: it was not run.", True,
@@ -131,7 +126,7 @@ async def test_deny_runs_nothing_and_the_model_reads_that_the_user_denied_it(
 
 
 async def test_a_second_tab_and_a_reloaded_page_show_the_question_and_answer_it(
-    owner, fake_anthropic, open_tab, workshop, client
+    owner, fake_anthropic, open_tab, workshop_server, client
 ):
     session = await db_async(make_session)(owner)
     fake_anthropic.enqueue(
@@ -150,13 +145,13 @@ async def test_a_second_tab_and_a_reloaded_page_show_the_question_and_answer_it(
     await second.send(action="answer", question=question, answer="once")
     await first.until("Done there.</p>")
     await generation.wait_idle()
-    assert written(workshop) == ["shared.txt"]
+    assert written(workshop_server) == ["shared.txt"]
     await second.send(action="answer", question=question, answer="deny")  # too late
     assert "That question was answered already" in await second.until("answered already")
 
 
 async def test_cancel_while_a_question_waits_denies_it_and_ends_the_reply(
-    owner, fake_anthropic, open_tab, workshop
+    owner, fake_anthropic, open_tab, workshop_server
 ):
     session = await db_async(make_session)(owner)
     fake_anthropic.enqueue(
@@ -168,14 +163,14 @@ async def test_cancel_while_a_question_waits_denies_it_and_ends_the_reply(
     await tab.send(action="cancel")
     await tab.until("Denied: the reply was cancelled")
     await generation.wait_idle()
-    assert written(workshop) == []
+    assert written(workshop_server) == []
     assert len(fake_anthropic.requests) == 1  # the reply ended there
     stored = await db_async(lambda: [e.text for e in Entry.objects.filter(role="toolResult")])()
     assert stored == ["The user cancelled the reply while this call waited: not run."]
 
 
 async def test_a_question_left_unanswered_is_denied_as_timed_out(
-    owner, fake_anthropic, open_tab, workshop, settings
+    owner, fake_anthropic, open_tab, workshop_server, settings
 ):
     settings.AGENTWEB_MCP_APPROVAL_SECONDS = 0.5
     session = await db_async(make_session)(owner)
@@ -190,11 +185,11 @@ async def test_a_question_left_unanswered_is_denied_as_timed_out(
     assert results_sent(fake_anthropic)[0]["content"] == (
         "Not run: the user did not answer within 0.5 s, so the call was denied."
     )
-    assert written(workshop) == []
+    assert written(workshop_server) == []
 
 
 async def test_only_a_tab_of_the_questions_own_session_can_answer_it(
-    owner, other_user, fake_anthropic, open_tab, workshop
+    owner, other_user, fake_anthropic, open_tab, workshop_server
 ):
     session = await db_async(make_session)(owner)
     elsewhere = await db_async(make_session)(owner)
@@ -216,7 +211,7 @@ async def test_only_a_tab_of_the_questions_own_session_can_answer_it(
     await intruder.until("answered already, or is not this session")
     await tab.send(action="answer", question=question, answer="wave")
     assert "Select a valid choice." in await tab.until("valid choice")
-    assert written(workshop) == []
+    assert written(workshop_server) == []
 
     await tab.send(action="answer", question=question, answer="deny")
     await tab.until("Mine.</p>")
@@ -224,7 +219,7 @@ async def test_only_a_tab_of_the_questions_own_session_can_answer_it(
 
 
 async def test_the_tool_work_and_its_outcomes_round_trip_through_export_and_import(
-    owner, fake_anthropic, open_tab, workshop
+    owner, fake_anthropic, open_tab, workshop_server
 ):
     session = await db_async(make_session)(owner)
     fake_anthropic.enqueue(
@@ -277,13 +272,8 @@ def pair_with_tools(
     yields them and the folder where the workshop notes what it wrote."""
     notes = tmp_path / "notes"
     notes.mkdir()
-    server = {
-        "command": sys.executable,
-        "args": ["-m", "tests.mcp_servers.workshop", "stdio", str(notes)],
-        "cwd": str(ROOT),
-    }
-    (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"workshop": server}}))
-    env = {**model_env(fake_server, redis), "AGENTWEB_MCP_SERVERS": str(tmp_path / "mcp.json")}
+    configured = servers_file(tmp_path, workshop=workshop_spec(notes))
+    env = {**model_env(fake_server, redis), "AGENTWEB_MCP_SERVERS": configured}
     a, b = Daphne("daphne-tools-a", **env), Daphne("daphne-tools-b", **env)
     yield a, b, notes
     a.stop()

@@ -28,6 +28,7 @@ from sessions.models import ChatSession, Entry, ToolChoice, ToolQuestion
 
 from .conftest import db_async, make_session
 from .fake_anthropic import Reply
+from .mcp_servers import servers_file, workshop_spec
 from .mcp_servers.workshop import PNG
 from .servers import ROOT, free_port, wait_for_port
 
@@ -38,24 +39,8 @@ async def servers(settings: Any, tmp_path: Path) -> AsyncIterator[Path]:
     both over stdio; yields the folder where the workshop notes what happens to its calls."""
     notes = tmp_path / "notes"
     notes.mkdir()
-    (tmp_path / "mcp.json").write_text(
-        json.dumps(
-            {
-                "mcpServers": {
-                    "time": {
-                        "command": sys.executable,
-                        "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"],
-                    },
-                    "workshop": {
-                        "command": sys.executable,
-                        "args": ["-m", "tests.mcp_servers.workshop", "stdio", str(notes)],
-                        "cwd": str(ROOT),
-                    },
-                }
-            }
-        )
-    )
-    settings.AGENTWEB_MCP_SERVERS = str(tmp_path / "mcp.json")
+    time = {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}
+    settings.AGENTWEB_MCP_SERVERS = servers_file(tmp_path, time=time, workshop=workshop_spec(notes))
     yield notes
     await hub.close()
 

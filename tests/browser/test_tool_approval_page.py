@@ -4,9 +4,7 @@ server's `write`; the model is the fake Anthropic server."""
 
 from __future__ import annotations
 
-import json
 import re
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +15,8 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
 from ..fake_anthropic import Reply
-from ..servers import ROOT, Daphne
+from ..mcp_servers import servers_file, workshop_spec
+from ..servers import Daphne
 from .conftest import focus_by_tab, sign_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -33,16 +32,9 @@ def tools_url(
     folder = Path(tempfile.mkdtemp(prefix="agentweb-tools-"))
     notes = folder / "notes"
     notes.mkdir()
-    server = {
-        "command": sys.executable,
-        "args": ["-m", "tests.mcp_servers.workshop", "stdio", str(notes)],
-        "cwd": str(ROOT),
-    }
-    (folder / "mcp.json").write_text(json.dumps({"mcpServers": {"workshop": server}}))
+    configured = servers_file(folder, workshop=workshop_spec(notes))
     daphne = Daphne(
-        "daphne-browser-tools",
-        **claude_env(fake_server.url),
-        AGENTWEB_MCP_SERVERS=str(folder / "mcp.json"),
+        "daphne-browser-tools", **claude_env(fake_server.url), AGENTWEB_MCP_SERVERS=configured
     )
     yield daphne.url, notes
     daphne.stop()
