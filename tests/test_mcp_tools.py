@@ -483,6 +483,8 @@ async def test_a_streamable_http_server_is_listed_and_called_with_its_headers(
         result = await hub.hub().servers["web"].call("echo", {"text": "over http", "times": 1})
         assert result.content[0].text == "over http"
         assert (notes / "calls").read_text() == "echo over http\n"
+        sent = await hub.hub().servers["web"].call("header", {"name": "X-Agentweb-Test"})
+        assert sent.content[0].text == "token-123"  # the operator's header, ${WEB_TOKEN} expanded
     finally:
         del os.environ["WEB_TOKEN"]
         await hub.close()

@@ -76,6 +76,12 @@ async def grow(ctx: Context) -> str:
 
 
 @server.tool(annotations=READ_ONLY)
+def header(name: str, ctx: Context) -> str:
+    """The value of request header `name` (over HTTP; "" on stdio)."""
+    return (ctx.headers or {}).get(name.lower(), "")
+
+
+@server.tool(annotations=READ_ONLY)
 def fail(why: str) -> str:
     """Fail with `why` (an error result the model reads)."""
     raise ToolError(why)
