@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -346,8 +347,9 @@ async def test_a_calls_progress_shows_in_its_line_while_it_runs(
     await tab.send(message="Work in steps")
     shown = await tab.until("1 of 3: step 1 of 3</span>")
     assert 'class="muted tool-progress" hx-swap-oob="true">1 of 3: step 1 of 3</span>' in shown
-    await tab.until("2 of 3: step 2 of 3</span>")
     await tab.until("Done.</p>")
+    shown = "".join(tab.received)
+    assert shown.index("1 of 3: step 1 of 3") < shown.index("3 steps done")  # while it ran
     await generation.wait_idle()
     assert result_sent(fake_anthropic)["content"] == "3 steps done"
 
@@ -362,11 +364,13 @@ async def test_a_server_flooding_progress_reaches_the_tabs_as_a_few_short_lines(
         Reply.tool("mcp__workshop__flood", {"count": 2000}), Reply.text("Survived.")
     )
     _, tab = await open_tab(owner, session)
+    started = time.monotonic()
     await tab.send(message="Flood")
     await tab.until("Survived.</p>", timeout=30)
+    seconds = time.monotonic() - started
     await generation.wait_idle()
     lines = re.findall(r'tool-progress" hx-swap-oob="true">([^<]*)</span>', "".join(tab.received))
-    assert 1 <= len(lines) <= 10  # 2,000 notifications, at most 4 a second shown
+    assert 1 <= len(lines) <= 4 * seconds + 1  # of 2,000 notifications, at most 4 a second
     assert all(len(line) <= 200 for line in lines)
     assert result_sent(fake_anthropic)["content"] == "flooded"
 
