@@ -520,6 +520,35 @@ async def test_an_http_server_that_dies_mid_call_is_an_error_result_and_is_faile
 
 
 @pytest.mark.asyncio
+async def test_over_http_progress_arrives_a_slow_call_times_out_and_a_cancel_reaches_the_server(
+    http_workshop, tmp_path, settings
+):
+    url, notes = http_workshop
+    settings.AGENTWEB_MCP_SERVERS = servers_file(tmp_path, web={"type": "http", "url": url})
+    settings.AGENTWEB_MCP_TIMEOUT = 1
+    said: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        said.append((done, total, message))
+
+    try:
+        web = hub.hub().servers["web"]
+        result = await web.call("steps", {"count": 2, "pause": 0.05}, progress)
+        assert result.content[0].text == "2 steps done"
+        assert said == [(1, 2, "step 1 of 2"), (2, 2, "step 2 of 2")]
+        with pytest.raises(hub.ToolFailed) as late:
+            await web.call("slow", {"seconds": 30})
+        assert str(late.value) == "the call timed out after 1 s"
+        for _ in range(100):  # the timeout cancelled the call: the server was told
+            if (notes / "cancelled").exists():
+                break
+            await asyncio.sleep(0.05)
+        assert (notes / "cancelled").read_text() == "slow\n"
+    finally:
+        await hub.close()
+
+
+@pytest.mark.asyncio
 async def test_a_server_that_cannot_start_is_failed_with_its_error_and_the_others_still_serve(
     tmp_path, settings
 ):
