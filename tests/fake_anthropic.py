@@ -33,6 +33,15 @@ def count_tokens(body: dict[str, Any]) -> int:
     return sum(len(TOKEN.findall(text)) for text in texts) + 4 * len(body.get("messages", []))
 
 
+def tool_tokens(body: dict[str, Any]) -> int:
+    """The tokens of a request's tool definitions, as this fake counts them (the API counts
+    them as input)."""
+    return len(TOKEN.findall(json.dumps(body.get("tools", []))))
+
+
+COUNTED = -1  # a reply's input_tokens: the request's own count, tools included
+
+
 @dataclass
 class Reply:
     """What the server does with the next request.
@@ -244,6 +253,9 @@ class FakeAnthropic:
                 reply = self.replies.popleft()
             else:
                 reply = self.responder(request["json"]) if self.responder else Reply()
+        if reply.input_tokens == COUNTED:  # as the API reports: the request's tools included
+            counted = request["tokens"] + tool_tokens(request["json"])
+            reply = replace(reply, input_tokens=counted)
         limited = reply.within_max_tokens and isinstance(request["json"].get("max_tokens"), int)
         if reply.mode == "text" and limited:
             reply = reply.within(request["json"]["max_tokens"])

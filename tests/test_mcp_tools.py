@@ -28,7 +28,7 @@ from sessions.mcp.config import ServersFileError
 from sessions.models import ChatSession, Entry, ToolChoice, ToolQuestion
 
 from .conftest import db_async, make_session
-from .fake_anthropic import Reply
+from .fake_anthropic import COUNTED, Reply, tool_tokens
 from .mcp_servers import servers_file, workshop_spec
 from .mcp_servers.workshop import PNG
 from .servers import ROOT, free_port, wait_for_port
@@ -448,6 +448,25 @@ async def test_an_image_result_is_shown_in_the_card_and_sent_to_the_model_as_an_
     }  # fmt: skip
     stored = await db_async(lambda: Entry.objects.get(role="toolResult").content)()
     assert stored[1] == {"type": "image", "data": data, "mimeType": "image/png"}
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_the_tool_definitions_count_toward_the_context_meter(
+    owner, fake_anthropic, open_tab, servers
+):
+    session = await db_async(make_session)(owner)
+    fake_anthropic.enqueue(Reply(chunks=["Counted."], input_tokens=COUNTED, output_tokens=5))
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="How full is the context?")
+    await tab.until("Counted.</p>")
+    html = await tab.until_idle()  # the status line as the reply ended
+    await generation.wait_idle()
+    request = fake_anthropic.requests[0]
+    tools = tool_tokens(request["json"])
+    assert tools > 500  # two servers' tools, with their schemas
+    meter = request["tokens"] + tools + 5
+    assert f"Context: {meter:,} tokens" in html, re.findall(r"Context: [\d,]+ tokens", html)
 
 
 # --- servers: streamable HTTP, and one that cannot start ----------------------------------------
