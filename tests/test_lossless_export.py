@@ -12,6 +12,7 @@ import pytest
 from bench.make_session import generate
 from sessions import session_file
 from sessions.models import ChatSession
+from sessions.session_file.stringify import stringify
 
 pytestmark = pytest.mark.django_db
 
@@ -142,3 +143,38 @@ def test_the_generated_version_1_session_comes_back_with_the_ids_it_lacked(owner
             assert new.pop("firstKeptEntryId") == back[index]["id"]
         assert without_issued_ids(new) == without_issued_ids(old)
     assert round_trip(owner, exported) == exported
+
+
+def test_a_version_1_files_numbers_come_back_as_javascript_writes_them(owner):
+    # Lines as the reference agent wrote them (JSON.stringify): small costs without an
+    # exponent down to 1e-6, 1e-7 with one, whole numbers without ".0".
+    lines = [
+        '{"type":"session","id":"s-v1","timestamp":"2025-01-01T10:00:00.000Z","cwd":"/w"}\n',
+        '{"type":"message","timestamp":"2025-01-01T10:00:01.000Z","message":{"role":"user",'
+        '"content":"Price it","timestamp":1735725601000}}\n',
+        '{"type":"message","timestamp":"2025-01-01T10:00:02.000Z","message":{"role":"assistant",'
+        '"content":[{"type":"text","text":"Priced."}],"api":"anthropic-messages",'
+        '"provider":"anthropic","model":"claude-sonnet-4-5","usage":{"input":100,"output":2,'
+        '"cacheRead":0,"cacheWrite":0,"totalTokens":102,"cost":{"input":0.000005,"output":1e-7,'
+        '"cacheRead":0,"cacheWrite":0,"total":0.0000051,"scale":100}},"stopReason":"stop",'
+        '"timestamp":1735725602000}}\n',
+    ]
+    exported = round_trip(owner, lines)
+    assert (
+        '"cost":{"input":0.000005,"output":1e-7,"cacheRead":0,"cacheWrite":0,"total":0.0000051,"scale":100}'
+        in exported[2]
+    )  # noqa: E501
+    assert "e-06" not in "".join(exported) and "100.0" not in "".join(exported)
+
+
+@pytest.mark.parametrize(
+    ("number", "written"),
+    [
+        (0.000005, "0.000005"), (1e-7, "1e-7"), (100.0, "100"), (1.5, "1.5"), (0.0, "0"),
+        (1e21, "1e+21"), (1e20, "100000000000000000000"), (-2.5e-8, "-2.5e-8"),
+        (5e-324, "5e-324"), (1.7976931348623157e308, "1.7976931348623157e+308"),
+        (float("nan"), "null"), (float("inf"), "null"),
+    ],
+)  # fmt: skip
+def test_a_number_is_written_as_json_stringify_writes_it(number, written):
+    assert stringify({"n": number}) == '{"n":' + written + "}"

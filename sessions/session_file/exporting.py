@@ -11,6 +11,7 @@ from typing import Any
 from .. import handoff, store
 from ..models import ChatSession, Entry, FileLine
 from ..shapes import part, texts
+from .stringify import stringify
 
 STOP_REASONS = {
     Entry.Status.COMPLETE: "stop",
@@ -101,8 +102,9 @@ LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\u0085": "\\u0085"}
 
 
 def _json_line(value: dict[str, Any]) -> str:
-    """One JSONL line, in the reference agent's form (JSON.stringify's: no spaces)."""
-    return _escaped(json.dumps(value, ensure_ascii=False, separators=(",", ":"))) + "\n"
+    """One JSONL line, in the reference agent's form (JSON.stringify's: no spaces, numbers as
+    JavaScript writes them)."""
+    return _escaped(stringify(value)) + "\n"
 
 
 def _escaped(line: str) -> str:
