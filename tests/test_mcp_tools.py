@@ -601,6 +601,7 @@ async def test_the_tools_page_lists_each_server_its_state_and_its_tools(
     (tmp_path / "more.json").write_text(json.dumps(listed))
     settings.AGENTWEB_MCP_SERVERS = str(tmp_path / "more.json")
     settings.ANTHROPIC_API_KEY = ""
+    await hub.hub().tools()  # started and listed (the page waits only a moment for them)
     await async_client.aforce_login(owner)
     page = (await async_client.get("/tools/")).content.decode()
     assert '<a href="/tools/">Tools</a>' in page
@@ -614,6 +615,34 @@ async def test_the_tools_page_lists_each_server_its_state_and_its_tools(
     assert '<span class="badge">failed</span>' in page
     assert "bad token" in page
     assert "Tools need Claude: the offline model does not call them" in page
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_server_that_hangs_at_its_start_holds_neither_the_page_nor_the_next_turns(
+    owner, async_client, settings, tmp_path
+):
+    starts = tmp_path / "starts"
+    hang = f"open({str(starts)!r}, 'a').write('start\\n'); import time; time.sleep(60)"
+    settings.AGENTWEB_MCP_SERVERS = servers_file(
+        tmp_path, stuck={"command": sys.executable, "args": ["-c", hang]}
+    )
+    settings.AGENTWEB_MCP_CONNECT_SECONDS = 5
+    try:
+        await async_client.aforce_login(owner)
+        started = time.monotonic()
+        page = (await async_client.get("/tools/")).content.decode()
+        assert time.monotonic() - started < 3 + 2  # the page's patience, and no more
+        assert '<span class="badge">connecting</span>' in page
+        assert await hub.hub().tools() == []  # the start times out: failed, in words
+        stuck = hub.hub().servers["stuck"]
+        assert (stuck.state, stuck.error) == ("failed", "it did not answer within 5 s")
+        started = time.monotonic()
+        assert await hub.hub().tools() == []  # the next turn does not wait for it again
+        assert time.monotonic() - started < 0.5
+        assert starts.read_text() == "start\n"  # started once, not at every turn
+    finally:
+        await hub.close()
 
 
 @pytest.mark.django_db

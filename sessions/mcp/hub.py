@@ -35,6 +35,9 @@ log = logging.getLogger(__name__)
 
 # A call's progress as the server reports it: done so far, the total (if known), and words.
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
+# A server that failed to start is tried again on a use this long after, not before: one that
+# hangs at its start would otherwise hold every turn for AGENTWEB_MCP_CONNECT_SECONDS.
+RETRY_SECONDS = 30.0
 NOT_STARTED, CONNECTING, CONNECTED, FAILED = "not started", "connecting", "connected", "failed"
 
 
@@ -71,10 +74,16 @@ class Server:
         self.closing = asyncio.Event()
         self.stale = False  # the server said its tools changed: list them again
         self.errors: IO[str] | None = None  # a stdio server's stderr, for its failure's words
+        self.retry_at = 0.0  # (the loop's clock) a server that failed to start waits till then
 
     async def connected(self) -> Client:
         """The client, connecting first if it is not (or died); `ToolFailed` if it cannot."""
+        loop = asyncio.get_running_loop()
         if self.state != CONNECTED or self.holder is None or self.holder.done():
+            if self.state == FAILED and loop.time() < self.retry_at:
+                raise ToolFailed(
+                    f"the MCP server {self.spec.name!r} is not available: {self.error}"
+                )
             if self.ready is None or self.ready.done():
                 self.ready = asyncio.get_running_loop().create_future()
                 self.closing = asyncio.Event()
@@ -88,6 +97,8 @@ class Server:
                 self.closing.set()
             except Exception:  # the holder said why, in `self.error`
                 pass
+            if self.state != CONNECTED:  # it failed to start: not again for a while
+                self.retry_at = loop.time() + RETRY_SECONDS
         if self.state != CONNECTED or self.client is None:
             raise ToolFailed(f"the MCP server {self.spec.name!r} is not available: {self.error}")
         if self.stale:
@@ -238,6 +249,8 @@ class Server:
 
     async def close(self) -> None:
         self.closing.set()
+        if self.holder is not None and self.state == CONNECTING:  # still at its start: stop it
+            self.holder.cancel()
         if self.holder is not None:
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(self.holder, 10)
@@ -317,17 +330,19 @@ def configured() -> tuple[ServerConfig, ...]:
 _warming: set[asyncio.Task[list[ServerTool]]] = set()
 
 
-def warm() -> None:
+def warm() -> asyncio.Task[list[ServerTool]] | None:
     """Connect this process's servers in the background, if any is configured and not yet
-    connected (a tab opened: its next page's `/` menu lists their prompts)."""
+    connected (a tab opened: its next page's `/` menu lists their prompts); the task that does,
+    if one was started."""
     if not settings.AGENTWEB_MCP_SERVERS:
-        return
+        return None
     servers = hub()
     if all(server.state != NOT_STARTED for server in servers.servers.values()):
-        return
+        return None
     task = asyncio.get_running_loop().create_task(servers.tools())
     _warming.add(task)
     task.add_done_callback(_warming.discard)
+    return task
 
 
 async def close() -> None:

@@ -5,17 +5,21 @@ For all the user's sessions (`/tools/`), or for one (`/sessions/<id>/tools/`).""
 
 from __future__ import annotations
 
+import asyncio
+
 from asgiref.sync import sync_to_async
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect, render
 
 from ..agent.mcp_tools import PREFIX, tool_name
-from ..mcp.hub import configured, hub
+from ..mcp.hub import configured, hub, warm
 from ..models import ToolChoice
 from ..models.tool_choices import ALWAYS, ASK
 from ..providers import catalog
 from .base import AuthenticatedRequest, own_session
+
+PATIENCE = 3.0  # seconds the page waits for servers that are starting
 
 
 async def tools(request: HttpRequest, session_id: int | None = None) -> HttpResponse:
@@ -26,7 +30,9 @@ async def tools(request: HttpRequest, session_id: int | None = None) -> HttpResp
     if session_id is not None:
         session = await sync_to_async(own_session)(request, session_id)  # type: ignore[arg-type]
     servers = hub()
-    await servers.tools()
+    connecting = [task] if (task := warm()) is not None else []
+    if connecting:  # a moment for them; a slow one shows as connecting, the page never waits
+        await asyncio.wait(connecting, timeout=PATIENCE)
     choices = await sync_to_async(ToolChoice.of)(int(user.pk or 0), session_id)
     scope = choices.session if session is not None else choices.user
 
