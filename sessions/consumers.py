@@ -27,8 +27,8 @@ from .consuming import LeanConsumer
 from .forms import Frame, FrameError, parse_frame
 from .frame_budget import FrameBudget
 from .mcp import prompts as mcp_prompts
+from .mcp.config import PREFIX as MCP_PREFIX
 from .mcp.hub import warm as warm_mcp_servers
-from .mcp.prompts import PREFIX as MCP_PREFIX
 from .models import ChatSession, PromptTemplate, Refused
 from .numbers import whole_number
 from .partials import announce, catch_up

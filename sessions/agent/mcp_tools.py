@@ -13,16 +13,10 @@ from jsonschema.validators import validator_for
 
 from foundation.database import short
 
-from ..mcp import results
+from ..mcp import config, results
 from ..mcp.hub import ServerTool, ToolFailed, hub
 from ..models import ChatSession, ToolChoice
 from .tool import Progress, Tool, ToolInputError, ToolResult
-
-PREFIX = "mcp__"
-
-
-def tool_name(server: str, tool: str) -> str:
-    return f"{PREFIX}{server}__{tool}"
 
 
 async def offered(session: ChatSession) -> tuple[Tool, ...]:
@@ -32,7 +26,7 @@ async def offered(session: ChatSession) -> tuple[Tool, ...]:
     if not found:
         return ()
     choices = await short(ToolChoice.of)(session.owner_id, session.pk)
-    named = [(tool_name(f.server, f.tool.name), f) for f in found]
+    named = [(config.named(f.server, f.tool.name), f) for f in found]
     return tuple(
         as_tool(f, always=choices.always(name))
         for name, f in named
@@ -56,7 +50,7 @@ def as_tool(found: ServerTool, *, always: bool = False) -> Tool:
         return ToolResult(text, result.is_error, details, results.images(result))
 
     return Tool(
-        name=tool_name(found.server, found.tool.name),
+        name=config.named(found.server, found.tool.name),
         description=found.tool.description or found.tool.title or found.tool.name,
         input_schema=schema,
         run=call,

@@ -27,6 +27,20 @@ from django.core.exceptions import ImproperlyConfigured
 # A server's name becomes part of a tool's name (`mcp__<server>__<tool>`), which the Messages
 # API holds to ^[a-zA-Z0-9_-]{1,128}$: no double underscore, so the name splits back.
 NAME = re.compile(r"^[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*$")
+PREFIX = "mcp__"  # what agentweb names after a server: its tools and its prompts
+
+
+def named(server: str, item: str) -> str:
+    """A server's tool or prompt, as the model and the `/` menu name it: mcp__<server>__<item>."""
+    return f"{PREFIX}{server}__{item}"
+
+
+def split(name: str) -> tuple[str, str] | None:
+    """The server and the item a name of `named`'s form names (None: it is no such name)."""
+    server, _, item = name.removeprefix(PREFIX).partition("__")
+    return (server, item) if name.startswith(PREFIX) and server and item else None
+
+
 VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 

@@ -10,9 +10,8 @@ from dataclasses import dataclass
 import mcp_types
 
 from ..models import Refused
+from .config import named, split
 from .hub import KNOWN_PROMPTS, ToolFailed, hub
-
-PREFIX = "mcp__"
 
 
 @dataclass(frozen=True)
@@ -28,7 +27,7 @@ def menu() -> list[MenuPrompt]:
     """Every prompt the operator's servers listed in this process, in their order."""
     return [
         MenuPrompt(
-            f"{PREFIX}{server}__{prompt.name}",
+            named(server, prompt.name),
             prompt.description or prompt.title or "",
             _hint(prompt),
         )
@@ -40,9 +39,9 @@ def menu() -> list[MenuPrompt]:
 async def text_of(command: str, words: str) -> str:
     """What `/command words` sends: the server's prompt filled in. `Refused` in words when it
     is no prompt of a configured server, lacks an argument, or the server cannot give it."""
-    server_name, _, prompt_name = command.removeprefix(PREFIX).partition("__")
+    server_name, prompt_name = split(command) or ("", "")
     server = hub().servers.get(server_name)
-    if not command.startswith(PREFIX) or server is None or not prompt_name:
+    if server is None:
         raise Refused(f"Unknown command /{command}. Type / to see the commands.")
     try:
         await server.connected()

@@ -12,7 +12,7 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect, render
 
-from ..agent.mcp_tools import PREFIX, tool_name
+from ..mcp.config import named, split
 from ..mcp.hub import configured, hub, warm
 from ..models import ToolChoice
 from ..models.tool_choices import ALWAYS, ASK
@@ -48,7 +48,7 @@ async def tools(request: HttpRequest, session_id: int | None = None) -> HttpResp
                 "server": server,
                 "chosen": chosen(name),
                 "tools": [
-                    (tool_name(name, tool.name), tool, chosen(tool_name(name, tool.name)))
+                    (named(name, tool.name), tool, chosen(named(name, tool.name)))
                     for tool in server.tools
                 ],
             }
@@ -88,5 +88,5 @@ def _configured(name: str, servers: set[str]) -> bool:
     """A server of the operator's file, or a tool name of one (`mcp__<server>__<tool>`)."""
     if name in servers:
         return True
-    server, _, tool = name.removeprefix(PREFIX).partition("__")
-    return name.startswith(PREFIX) and server in servers and bool(tool) and len(name) <= 200
+    server, _ = split(name) or ("", "")
+    return server in servers and len(name) <= 200
