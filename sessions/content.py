@@ -112,6 +112,9 @@ def block_texts(content: Any) -> Iterable[str]:
             yield image_placeholder(block)
 
 
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")  # the kinds Claude reads
+
+
 def image_placeholder(block: Block) -> str:
     return f"[image: {block.get('mimeType') or block.get('mime_type') or 'unknown type'}]"
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import todos
-from .content import block_texts, image_placeholder
+from .content import IMAGE_TYPES, block_texts, image_placeholder
 from .context import bash_failed, bash_text, tool_call_line
 from .models import Entry
 from .shapes import an_id, part
@@ -147,7 +147,7 @@ def _images(result: Entry) -> list[str]:
         for block in result.content or []
         if isinstance(block, dict)
         and block.get("type") == "image"
-        and block.get("mimeType") in ("image/png", "image/jpeg", "image/gif", "image/webp")
+        and block.get("mimeType") in IMAGE_TYPES
         and isinstance(block.get("data"), str)
         and BASE64.fullmatch(block["data"])
     ]

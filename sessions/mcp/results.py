@@ -9,6 +9,8 @@ import json
 import mcp_types
 from django.conf import settings
 
+from ..content import IMAGE_TYPES
+
 DROPPED = "\n[… {left:,} more characters the server sent were not kept]"
 
 
@@ -20,9 +22,6 @@ def as_text(result: mcp_types.CallToolResult) -> str:
     ):
         parts.append(json.dumps(result.structured_content, ensure_ascii=False, indent=2))
     return "\n".join(parts) if parts else "(the tool returned nothing)"
-
-
-IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")  # what Claude reads
 
 
 def images(result: mcp_types.CallToolResult) -> list[dict[str, str]]:
