@@ -17,7 +17,7 @@ import tempfile
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import httpx2
 import mcp_types
@@ -32,6 +32,7 @@ from . import config
 from .config import ServerConfig
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # A call's progress as the server reports it: done so far, the total (if known), and words.
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -85,7 +86,7 @@ class Server:
                     f"the MCP server {self.spec.name!r} is not available: {self.error}"
                 )
             if self.ready is None or self.ready.done():
-                self.ready = asyncio.get_running_loop().create_future()
+                self.ready = loop.create_future()
                 self.closing = asyncio.Event()
                 self.state, self.error = CONNECTING, ""
                 self.holder = asyncio.create_task(self.hold(self.ready))
@@ -161,30 +162,23 @@ class Server:
         return ""
 
     async def list_tools(self, client: Client) -> None:
-        tools: list[mcp_types.Tool] = []
-        cursor: str | None = None
-        for _ in range(100):  # pages: a server that never ends its listing is cut off
-            page = await client.list_tools(cursor=cursor, cache_mode="refresh")
-            tools += page.tools
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-        self.tools, self.stale = tools, False
+        async def page(cursor: str | None) -> tuple[list[mcp_types.Tool], str | None]:
+            listed = await client.list_tools(cursor=cursor, cache_mode="refresh")
+            return listed.tools, listed.next_cursor
+
+        self.tools, self.stale = await every_page(page), False
 
     async def list_prompts(self, client: Client) -> None:
         """The server's prompts (none when it offers none), for the `/` menu of every page."""
         if client.server_capabilities.prompts is None:
             return
-        prompts: list[mcp_types.Prompt] = []
-        cursor: str | None = None
-        for _ in range(100):
-            page = await client.list_prompts(cursor=cursor)
-            prompts += page.prompts
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-        self.prompts = prompts
-        KNOWN_PROMPTS[self.spec.name] = tuple(prompts)
+
+        async def page(cursor: str | None) -> tuple[list[mcp_types.Prompt], str | None]:
+            listed = await client.list_prompts(cursor=cursor)
+            return listed.prompts, listed.next_cursor
+
+        self.prompts = await every_page(page)
+        KNOWN_PROMPTS[self.spec.name] = tuple(self.prompts)
 
     async def prompt_text(self, name: str, arguments: dict[str, str]) -> str:
         """Prompt `name` with `arguments`, as the text of the messages it gives."""
@@ -257,6 +251,21 @@ class Server:
         if self.errors is not None:
             self.errors.close()
             self.errors = None
+
+
+async def every_page(
+    page: Callable[[str | None], Awaitable[tuple[list[T], str | None]]],
+) -> list[T]:
+    """Every item of a paged listing (`page(cursor)`: its items and the next cursor); a server
+    that never ends its listing is cut off at 100 pages."""
+    items: list[T] = []
+    cursor: str | None = None
+    for _ in range(100):
+        found, cursor = await page(cursor)
+        items += found
+        if cursor is None:
+            break
+    return items
 
 
 def _words(block: mcp_types.ContentBlock) -> str:
