@@ -46,6 +46,14 @@ async def servers(settings: Any, tmp_path: Path) -> AsyncIterator[Path]:
     await hub.close()
 
 
+async def noted(path: Path, seconds: float = 10) -> str:
+    """What the workshop server wrote to `path`, once it has (a failure after `seconds`)."""
+    async with asyncio.timeout(seconds):
+        while not path.exists():
+            await asyncio.sleep(0.05)
+    return path.read_text()
+
+
 def requests_tools(fake_anthropic: Any, number: int = 0) -> list[str]:
     return [tool["name"] for tool in fake_anthropic.requests[number]["json"].get("tools", [])]
 
@@ -295,18 +303,12 @@ async def test_cancel_during_a_call_ends_the_reply_and_the_server_is_told(
     fake_anthropic.enqueue(Reply.tool("mcp__workshop__slow", {"seconds": 60}), Reply.text("Never."))
     _, tab = await open_tab(owner, session)
     await tab.send(message="Wait a minute")
-    for _ in range(200):  # until the server has the call
-        if (servers / "calls").exists():
-            break
-        await asyncio.sleep(0.05)
+    await noted(servers / "calls")  # the server has the call
     await tab.send(action="cancel")
     await tab.until_idle(timeout=10)
     await generation.wait_idle()
-    for _ in range(100):  # the SDK's notifications/cancelled reaches the server
-        if (servers / "cancelled").exists():
-            break
-        await asyncio.sleep(0.05)
-    assert (servers / "cancelled").read_text() == "slow\n"
+    # the SDK's notifications/cancelled reaches the server
+    assert await noted(servers / "cancelled", seconds=5) == "slow\n"
     assert len(fake_anthropic.requests) == 1  # the reply ended: the model was not asked again
     stored = await db_async(lambda: [e.content for e in Entry.objects.filter(role="toolResult")])()
     assert stored == [
@@ -558,11 +560,8 @@ async def test_over_http_progress_arrives_a_slow_call_times_out_and_a_cancel_rea
         with pytest.raises(hub.ToolFailed) as late:
             await web.call("slow", {"seconds": 30})
         assert str(late.value) == "the call timed out after 1 s"
-        for _ in range(100):  # the timeout cancelled the call: the server was told
-            if (notes / "cancelled").exists():
-                break
-            await asyncio.sleep(0.05)
-        assert (notes / "cancelled").read_text() == "slow\n"
+        # the timeout cancelled the call: the server was told
+        assert await noted(notes / "cancelled", seconds=5) == "slow\n"
     finally:
         await hub.close()
 
