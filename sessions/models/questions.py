@@ -6,7 +6,6 @@ answer it, once."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from django.db import models
 from django.utils import timezone
@@ -63,13 +62,6 @@ class ToolQuestion(models.Model):
     def arguments_text(self) -> str:
         """The arguments in full, as formatted JSON."""
         return json.dumps(self.arguments, indent=2, ensure_ascii=False, sort_keys=True)
-
-    @property
-    def long_values(self) -> list[tuple[str, Any]]:
-        """The arguments whose values are long: the card folds them."""
-        if not isinstance(self.arguments, dict):
-            return []
-        return [(k, v) for k, v in self.arguments.items() if len(json.dumps(v)) > 200]
 
     @property
     def said(self) -> str:
