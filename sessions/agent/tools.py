@@ -49,9 +49,14 @@ def offered_tools(session: ChatSession) -> tuple[Tool, ...]:
     return tuple(tool for tool in TOOLS if tool.offered is None or tool.offered(session))
 
 
+def named(name: str, tools: tuple[Tool, ...]) -> Tool | None:
+    """The tool of `tools` the model called by `name`, if any."""
+    return next((tool for tool in tools if tool.name == name), None)
+
+
 def run_tool(call: ToolCall, session: ChatSession, tools: tuple[Tool, ...] = TOOLS) -> ToolResult:
     """Run one call. Bad input is an error result the model can correct, never an exception."""
-    tool = next((tool for tool in tools if tool.name == call.name), None)
+    tool = named(call.name, tools)
     if tool is None:
         names = ", ".join(tool.name for tool in tools)
         return ToolResult(f"Unknown tool {call.name!r}: the tools are {names}.", True)
@@ -172,7 +177,7 @@ class ToolLoop:
         blocks: list[dict[str, Any]] = []
         most = settings.AGENTWEB_MAX_TOOL_CALLS
         for number, call in enumerate(calls, start=1):
-            tool = next((tool for tool in self.tools if tool.name == call.name), None)
+            tool = named(call.name, self.tools)
             if tool is not None and tool.on_the_loop and number <= most:
                 result = await self._asked_and_run(tool, call, caller)
                 entry = await database_sync_to_async(self._recorded)(call, result)
