@@ -6,25 +6,25 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
 
 def stringify(value: Any) -> str:
-    """`value` (what `json.loads` makes) as `JSON.stringify(value)` writes it."""
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if value is None or value is True or value is False:
-        return json.dumps(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return number(value)
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{stringify(str(k))}:{stringify(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list | tuple):
-        return "[" + ",".join(stringify(item) for item in value) + "]"
-    raise TypeError(f"{type(value).__name__} is not JSON")
+    """`value` (what `json.loads` makes) as `JSON.stringify(value)` writes it. Dispatched on the
+    exact type: an export writes every line of a session through it (24 µs a typical line)."""
+    kind = type(value)
+    if kind is dict:
+        return (
+            "{" + ",".join([_string(str(k)) + ":" + stringify(v) for k, v in value.items()]) + "}"
+        )
+    if kind is list or kind is tuple:
+        return "[" + ",".join([stringify(item) for item in value]) + "]"
+    write = _SCALARS.get(kind)
+    if write is None:
+        raise TypeError(f"{kind.__name__} is not JSON")
+    return write(value)
 
 
 def number(value: float) -> str:
@@ -51,3 +51,13 @@ def number(value: float) -> str:
     mark = "+" if power > 0 else "-"
     mantissa = digits if k == 1 else digits[0] + "." + digits[1:]
     return f"{sign}{mantissa}e{mark}{abs(power)}"
+
+
+_string = json.JSONEncoder(ensure_ascii=False).encode  # a string as JSON.stringify writes it
+_SCALARS: dict[type, Callable[[Any], str]] = {
+    str: _string,
+    int: str,
+    float: number,
+    bool: lambda value: "true" if value else "false",
+    type(None): lambda value: "null",
+}
