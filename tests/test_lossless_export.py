@@ -11,7 +11,7 @@ import pytest
 
 from bench.make_session import generate
 from sessions import session_file
-from sessions.models import ChatSession
+from sessions.models import ChatSession, Entry
 from sessions.session_file.stringify import stringify
 
 pytestmark = pytest.mark.django_db
@@ -177,3 +177,9 @@ def test_a_version_1_files_numbers_come_back_as_javascript_writes_them(owner):
 )  # fmt: skip
 def test_a_number_is_written_as_json_stringify_writes_it(number, written):
     assert stringify({"n": number}) == '{"n":' + written + "}"
+
+
+def test_a_value_of_a_str_or_int_subclass_is_written_as_its_base():
+    assert stringify({"kind": Entry.Kind.MESSAGE, "flag": True, "n": 3}) == (
+        '{"kind":"message","flag":true,"n":3}'
+    )

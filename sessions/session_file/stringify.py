@@ -22,8 +22,11 @@ def stringify(value: Any) -> str:
     if kind is list or kind is tuple:
         return "[" + ",".join([stringify(item) for item in value]) + "]"
     write = _SCALARS.get(kind)
-    if write is None:
-        raise TypeError(f"{kind.__name__} is not JSON")
+    if write is None:  # a subclass (a model's TextChoices member is a str): as its base
+        base = next((base for base in _SCALARS if isinstance(value, base)), None)
+        if base is None:
+            raise TypeError(f"{kind.__name__} is not JSON")
+        write = _SCALARS[base]
     return write(value)
 
 
@@ -56,8 +59,8 @@ def number(value: float) -> str:
 _string = json.JSONEncoder(ensure_ascii=False).encode  # a string as JSON.stringify writes it
 _SCALARS: dict[type, Callable[[Any], str]] = {
     str: _string,
+    bool: lambda value: "true" if value else "false",  # (before int: a bool is an int)
     int: str,
     float: number,
-    bool: lambda value: "true" if value else "false",
     type(None): lambda value: "null",
 }
