@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.db.models import JSONField, QuerySet, Value
 
 from .context import mentions_in
-from .models import ChatSession, Entry
+from .models import ChatSession, Entry, Refused
 from .statements import Statement
 from .tallies import Tally, with_the_newest
 
@@ -25,36 +25,40 @@ def ids_in(text: str) -> list[int]:
     return list(dict.fromkeys(int(number) for number in MENTION.findall(text)))
 
 
-def refusal(session: ChatSession, text: str) -> str:
-    """Why a message's mentions cannot be sent (empty: they can)."""
+def checked(session: ChatSession, text: str) -> dict[str, Any]:
+    """What a user message keeps of its mentions (`data_of`), in one read; `Refused` when it
+    names a session that is not one of the owner's."""
     named = ids_in(text)
-    if not named:
-        return ""
-    own = set(
-        ChatSession.objects.filter(
-            ChatSession.kept(), owner_id=session.owner_id, pk__in=named
-        ).values_list("pk", flat=True)
-    )
-    foreign = [number for number in named if number not in own]
+    found = _own(session, named)
+    foreign = [number for number in named if number not in found and number != session.pk]
     if foreign:
-        return f"You can mention only your own sessions: #{foreign[0]} is not one of them."
-    return ""
+        raise Refused(f"You can mention only your own sessions: #{foreign[0]} is not one of them.")
+    return _kept(session, named, found)
 
 
 def data_of(session: ChatSession, text: str) -> dict[str, Any]:
     """What a user message keeps of its mentions: each session's id and title (the page shows
-    the title; the context, a pointer)."""
-    named = [number for number in ids_in(text) if number != session.pk]
-    if not named:
+    the title; the context, a pointer). A session that is not the owner's is left out."""
+    named = ids_in(text)
+    return _kept(session, named, _own(session, named))
+
+
+def _own(session: ChatSession, named: list[int]) -> dict[int, ChatSession]:
+    """The sessions of `named` that are the owner's and kept, other than `session`: one read,
+    none when there are none."""
+    others = [number for number in named if number != session.pk]
+    if not others:
         return {}
-    found = ChatSession.objects.filter(ChatSession.kept(), owner_id=session.owner_id).in_bulk(named)
-    return {
-        "mentions": [
-            {"session": number, "title": found[number].display_title}
-            for number in named
-            if number in found
-        ]
-    }
+    return ChatSession.objects.filter(ChatSession.kept(), owner_id=session.owner_id).in_bulk(others)
+
+
+def _kept(session: ChatSession, named: list[int], found: dict[int, ChatSession]) -> dict[str, Any]:
+    kept = [
+        {"session": number, "title": found[number].display_title}
+        for number in named
+        if number in found
+    ]
+    return {"mentions": kept} if kept else {}
 
 
 def mentioned_by(session: ChatSession) -> list[int]:

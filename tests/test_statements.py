@@ -307,6 +307,21 @@ def test_on_postgresql_a_first_prompt_is_claimed_stored_titled_and_read_around_i
     assert (claimed[0].leaf_id, claimed[0].title) == (claimed[1].user.pk, "hello there")
 
 
+def test_on_postgresql_a_prompt_that_mentions_another_session_is_stored_with_its_claim_too(owner):
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite's statements are calls in the process: no round trips")
+    notes = ChatSession.objects.create(owner=owner, model=FAKE_MODEL, title="Lisbon notes")
+    session = make_session(owner)
+    with round_trips.counted(connection) as trips:
+        submitted, claimed = queue_prompt(session, f"what did @#{notes.pk} say?", "gen-1", "c-1")
+    assert claimed is not None
+    assert claimed[1].user.data == {"mentions": [{"session": notes.pk, "title": "Lisbon notes"}]}
+    # The mention's one read (the owner's session, its title), then the claim with the prompt
+    # and the turn's reads in one transaction, as for a prompt that mentions none (5). Were 7:
+    # a mention took the claim in a transaction of its own, and read its session twice.
+    assert trips == [6]
+
+
 def test_a_prompt_refused_the_claim_stores_nothing_and_titles_nothing_it_waits_in_the_queue(
     owner,
 ):

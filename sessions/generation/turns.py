@@ -29,13 +29,14 @@ from ..models import (
 )
 from ..models.refusals import BUSY_BRANCHING
 from ..models.session import UNCLAIMED
+from ..prompting import Prompt
 from ..providers import catalog
 from ..sign_ins import Held
 from ..statements import Returning, Statement, Update, sent_together
 from ..tallies import sending_reads
 from ..tokens import estimate_tokens
 from .caps import over_a_cap
-from .claims import claim, claim_free, claiming, release, taking_free_and_reading
+from .claims import claim, claiming, release, taking_free_and_reading
 from .events import StatusShown, TranscriptShown
 from .thresholds import LEAF_IF_UNHINDERED, handoff_due
 
@@ -95,20 +96,17 @@ def queue_prompt(
     if held is None and stopped():
         return Submitted(unchecked=True), None
     try:
-        text = prompting.as_sent(session, text)
+        prompt = prompting.prompt_of(session, text)
     except Refused as refused:
         if held is not None and stopped():
             return Submitted(unchecked=True), None
         return Submitted(refusal=str(refused)), None
-    # The common case in one statement: the session free, its owner under the cap (and, with
-    # `held`, the frame's check).
+    # The common case in one transaction: the session free, its owner under the cap (and, with
+    # `held`, the frame's check), the prompt stored and the turn's reads.
     taking = CLAIMED_IF_FREE if held is None else CLAIMED_IF_FREE_AND_HELD
-    if all(n == session.pk for n in mentions.ids_in(text)):  # nothing to read for it first
-        claimed, turn = _claimed_and_begun(taking, session, text, generation_id, channel, held)
-        if claimed is not None and turn is not None:
-            return Submitted(), (claimed, turn)
-    else:
-        claimed = claim_free(taking, session.pk, generation_id, "prompt", channel, held)
+    claimed, turn = _claimed_and_begun(taking, session, prompt, generation_id, channel, held)
+    if claimed is not None and turn is not None:
+        return Submitted(), (claimed, turn)
     if claimed is None and held is not None and stopped():
         return Submitted(unchecked=True), None
     if claimed is None:  # busy, a lapsed claim, or the owner at the cap: which, and its words
@@ -118,9 +116,9 @@ def queue_prompt(
             claimed = AS_CLAIMED.one(session_id=session.pk)
     if claimed is not None:
         queued, auto_at = bool(getattr(claimed, "queued", False)), getattr(claimed, "auto_at", None)
-        turn = first_turn(claimed, text, generation_id, queued=queued, auto_at=auto_at)
+        turn = first_turn(claimed, prompt, generation_id, queued=queued, auto_at=auto_at)
         return Submitted(), (claimed, turn)
-    PendingPrompt.objects.create(session_id=session.pk, text=text)
+    PendingPrompt.objects.create(session_id=session.pk, text=prompt.text)
     # Queued before the running job's last look at the queue, or after its release: then the
     # claim is free now. Either way the prompt is sent (B10: never stranded).
     if claim(session.pk, generation_id, "prompt", channel):
@@ -153,23 +151,23 @@ CLAIMED_IF_FREE_AND_HELD = taking_free_and_reading(_claimed, signed_in=True)
 
 
 def first_turn(
-    session: ChatSession, text: str, generation_id: str, *, queued: bool, auto_at: int | None
+    session: ChatSession, prompt: Prompt, generation_id: str, *, queued: bool, auto_at: int | None
 ) -> Turn:
     """The turn of a prompt that found its session idle and claimed it (`session` as read after
     the claim, with whether prompts are `queued` and the owner's threshold `auto_at`): sent at
     once, without passing through the queue, unless prompts queued before it go first or the
     automatic handoff is due (the prompt then waits in the queue)."""
-    due = bool(auto_at) and handoff_due(session, auto_at or 0, text)
+    due = bool(auto_at) and handoff_due(session, auto_at or 0, prompt.text)
     if queued or due:
-        PendingPrompt.objects.create(session_id=session.pk, text=text)
+        PendingPrompt.objects.create(session_id=session.pk, text=prompt.text)
         return next_turn(session, generation_id, auto_handoff=True)
-    return _begin(session, text, reread=False, queued=0)
+    return _begin(session, prompt, reread=False, queued=0)
 
 
 def _claimed_and_begun(
     taking: Returning[ChatSession],
     session: ChatSession,
-    text: str,
+    prompt: Prompt,
     generation_id: str,
     channel: str,
     held: Held | None,
@@ -180,15 +178,12 @@ def _claimed_and_begun(
     PostgreSQL, where the claim was a round trip and a commit of its own before the rest
     (docs/PERFORMANCE.md). Returns the session as claimed (None: not claimed) and the turn
     (None: the prompt was not stored, and `first_turn` decides)."""
-    content = [{"type": "text", "text": text}]
-    # A title is never taken away (a rename needs one): a tab that knows of one needs no other.
-    title = "" if session.title else appending.title_of(Entry.Role.USER, content, {})
     unhindered = {
         "session_id": session.pk,
         "generation_id": generation_id,
         "model": session.model,
         "window": catalog.spec(session.model).window,
-        "tokens": estimate_tokens(text) * 100,
+        "tokens": estimate_tokens(prompt.text) * 100,
     }
     with sent_together():
         claim = claiming(session.pk, generation_id, "prompt", channel, held)
@@ -196,11 +191,11 @@ def _claimed_and_begun(
         stored = appending.sending_if(
             session.pk,
             (LEAF_IF_UNHINDERED, unhindered),
-            title=title,
+            title=prompt.title,
             kind=Entry.Kind.MESSAGE,
             role=Entry.Role.USER,
-            content=content,
-            data={},
+            content=prompt.content,
+            data=prompt.data,
         )
         ahead = sending_reads(session, *TALLIED_AT_A_TURN)
     claimed = next(iter(taken()), None)
@@ -208,8 +203,8 @@ def _claimed_and_begun(
     if claimed is None or user is None:
         with ahead:  # read, and dropped
             return claimed, None
-    appending.joined(claimed, user, title)
-    return claimed, _turn(claimed, claimed, text, user, ahead, queued=0)
+    appending.joined(claimed, user, prompt.title)
+    return claimed, _turn(claimed, claimed, prompt.text, user, ahead, queued=0)
 
 
 def next_turn(session: ChatSession, generation_id: str, *, auto_handoff: bool) -> Turn:
@@ -233,23 +228,30 @@ def next_turn(session: ChatSession, generation_id: str, *, auto_handoff: bool) -
     text = next_prompt_or_release(session.pk, generation_id)
     if not text:  # released: the status as the job ends
         return Turn(status=StatusShown(*status.read_by_id(session.pk)))
-    return _begin(session, text, reread=True)
+    return _begin(session, prompting.queued_prompt(session, text), reread=True)
 
 
-def _begin(session: ChatSession, text: str, *, reread: bool, queued: int | None = None) -> Turn:
+def _begin(
+    session: ChatSession, prompt: Prompt, *, reread: bool, queued: int | None = None
+) -> Turn:
     """The prompt stored as the session's next user message; the status line as it starts; and
     what comes before its turn (todo notes, tools), so the job need not ask again.
     `session` was read as its claim was taken; a later turn's rereads it (the claim's lease and
     kind have moved since). `queued`: the prompts waiting, when known (a first turn sent at
-    once found none). `text` is as sent already (`as_sent`)."""
-    content = [{"type": "text", "text": text}]
-    data = mentions.data_of(session, text)
+    once found none)."""
     with sent_together():  # the prompt stored and the reads after it: one round trip, were four
-        stored = appending.sending_message(session, Entry.Role.USER, content, data=data)
+        stored = appending.sending(
+            session,
+            title=prompt.title,
+            kind=Entry.Kind.MESSAGE,
+            role=Entry.Role.USER,
+            content=prompt.content,
+            data=prompt.data,
+        )
         ahead = sending_reads(session, *TALLIED_AT_A_TURN)
     user = stored()
     shown = ChatSession.objects.get(pk=session.pk) if reread else session
-    return _turn(session, shown, text, user, ahead, queued=queued)
+    return _turn(session, shown, prompt.text, user, ahead, queued=queued)
 
 
 def _turn(
@@ -357,11 +359,11 @@ def begin_branch(
     if refusal:
         return refusal
     try:
-        text = None if text is None else prompting.as_sent(session, text)
+        prompt = None if text is None else prompting.prompt_of(session, text)
     except Refused as refused:
         return str(refused)
     target = Entry.objects.filter(pk=entry_id, session_id=session.pk).first()
-    problem = _not_branchable(target, editing=text is not None)
+    problem = _not_branchable(target, editing=prompt is not None)
     if problem:
         return problem
     assert target is not None
@@ -370,10 +372,10 @@ def begin_branch(
             return BUSY_BRANCHING
         claimed = ChatSession.objects.get(pk=session.pk)
         claimed.move_leaf(target.parent_id, generation_id=generation_id)
-        if text is None:
+        if prompt is None:
             shown = StatusShown(claimed, status.read(claimed))
             return claimed, Turn(regenerate=True, status=shown), TranscriptShown(claimed)
-        turn = _begin(claimed, text, reread=False)
+        turn = _begin(claimed, prompt, reread=False)
     assert turn.user is not None
     turn.user.siblings = store.siblings(turn.user)
     return claimed, turn, TranscriptShown(claimed, before=turn.user.pk)
