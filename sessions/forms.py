@@ -170,6 +170,7 @@ class PreferencesForm(forms.ModelForm):
             "auto_handoff_at",
             "amend_handoff",
             "handoff_instructions",
+            "recall_everywhere",
         ]
         widgets = {"handoff_instructions": forms.Textarea(attrs={"rows": 4})}
         labels = {
@@ -177,6 +178,7 @@ class PreferencesForm(forms.ModelForm):
             "generate_titles": "Give new sessions a short title written by Claude",
             "review_handoff": "Review the handoff document before switching sessions",
             "auto_handoff_at": "Hand off automatically at this share of the context window (%)",
+            "recall_everywhere": "Let the model recall from all my sessions",
             "amend_handoff": "Ask Claude to work items the document dropped into it "
             "(instead of appending them)",
         }

@@ -10,12 +10,14 @@ can cite them and the page can link to them.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 from django.conf import settings
+from django.db.models import QuerySet
 
 from . import mentions, search
-from .models import ChatSession
+from .models import ChatSession, Entry, Preferences
 
 MAX_LINEAGE = 50  # sessions walked back at most (a chain of handoffs and forks)
 
@@ -58,10 +60,12 @@ def lineage(session: ChatSession) -> list[int]:
 def offered(session: ChatSession) -> bool:
     """Whether recall has anywhere to read from `session`: it was handed off or forked from
     another (its own columns say so: a session's origin never changes), or its messages mention
-    one. At most one query, none in a session that came from another."""
+    one, or its owner lets recall read all their sessions. At most two queries, none in a
+    session that came from another, nor in one read with its claim (which reads the owner's
+    preference)."""
     if session.parent_session_id is not None or session.forked_from_id is not None:
         return True
-    return bool(mentions.mentioned_by(session))
+    return bool(mentions.mentioned_by(session)) or everywhere(session)
 
 
 def recallable(session: ChatSession) -> list[int]:
@@ -73,19 +77,37 @@ def recallable(session: ChatSession) -> list[int]:
     ]
 
 
+def readable(session: ChatSession) -> list[int]:
+    """The sessions recall reads from `session`: its lineage and the sessions it mentions (the
+    owner's kept ones); with the owner's preference *Let the model recall from all my
+    sessions*, every kept session of theirs but this one."""
+    kept = ChatSession.objects.filter(ChatSession.kept(), owner_id=session.owner_id)
+    if everywhere(session):
+        return list(
+            kept.exclude(pk=session.pk).order_by("-updated_at").values_list("pk", flat=True)
+        )
+    mine = set(kept.values_list("pk", flat=True))
+    return [pk for pk in recallable(session) if pk in mine]
+
+
+def everywhere(session: ChatSession) -> bool:
+    """Whether the owner lets the model recall from all their sessions (as the session's claim
+    read it, when it did)."""
+    known = getattr(session, "recalls_everywhere", None)
+    if known is not None or hasattr(session, "recalls_everywhere"):
+        return bool(known)
+    return Preferences.objects.filter(user_id=session.owner_id, recall_everywhere=True).exists()
+
+
 def recall(session: ChatSession, query: str, only: int | None = None) -> list[Recalled]:
-    """The entries of the lineage (or of session `only`, one of it) that best match `query`,
-    nearest session first, newest first within one: at most AGENTWEB_RECALL_ENTRIES entries
-    and AGENTWEB_RECALL_CHARS characters of text."""
+    """The entries of the sessions recall reads (or of session `only`, one of them) that best
+    match `query`: those that hold the most of its words, the rarer words weighing more (an
+    entry need not hold them all), the newest first among equals. At most
+    AGENTWEB_RECALL_ENTRIES entries and AGENTWEB_RECALL_CHARS characters of text."""
     words = search.query_of(query)
     if not words:
         raise RecallRefused("Give `query` some words to look for.")
-    kept = set(
-        ChatSession.objects.filter(ChatSession.kept(), owner_id=session.owner_id).values_list(
-            "pk", flat=True
-        )
-    )
-    sessions = [pk for pk in recallable(session) if pk in kept]
+    sessions = readable(session)
     if only is not None:
         if only not in sessions:
             raise RecallRefused(
@@ -93,24 +115,63 @@ def recall(session: ChatSession, query: str, only: int | None = None) -> list[Re
                 f"{_named(sessions)}."
             )
         sessions = [only]
+    entries = Entry.objects.filter(session_id__in=sessions)
     found: list[Recalled] = []
     budget = settings.AGENTWEB_RECALL_CHARS
-    for session_id in sessions:
-        room = settings.AGENTWEB_RECALL_ENTRIES - len(found)
-        if room <= 0 or budget <= 0:
+    for entry, term in best(entries, search.terms_of(words))[: settings.AGENTWEB_RECALL_ENTRIES]:
+        if budget <= 0:
             break
-        matches = (
-            search.matching_entries(session.owner, words)
-            .filter(session_id=session_id)
-            .only("pk", "role", "kind", "created_at", "search_text", "session_id")[:room]
-        )
-        for entry in matches:
-            text = search.snippet(entry.search_text, words).plain
-            text = text[: max(0, budget)]
-            budget -= len(text)
-            at = entry.created_at.strftime("%Y-%m-%d %H:%M UTC")
-            found.append(Recalled(session_id, entry.pk, entry.role or entry.kind, at, text))
+        text = search.snippet(entry.search_text, term).plain[:budget]
+        budget -= len(text)
+        at = entry.created_at.strftime("%Y-%m-%d %H:%M UTC")
+        found.append(Recalled(entry.session_id, entry.pk, entry.role or entry.kind, at, text))
     return found
+
+
+def best(entries: QuerySet[Entry], terms: search.Terms) -> list[tuple[Entry, str]]:
+    """`entries` that hold any of `terms`, best first, each with the rarest term it holds (its
+    snippet is shown around it). An entry scores the weight of each term it holds, a term
+    weighing more the fewer entries hold it (BM25's inverse document frequency); the newest
+    wins a tie. Each term brings its CANDIDATES newest entries, so a rare term's are never
+    crowded out by a common one's."""
+    each = [(term, search.Terms(*_alone(term), rest=term)) for term in _each(terms)]
+    if not each:  # no words at all (signs, emoji): the text as written, newest first
+        as_written = search.with_words(entries).filter(search.holding(terms))
+        matched = as_written.order_by("-created_at", "-pk").only(*FIELDS)[:CANDIDATES]
+        return [(entry, terms.rest) for entry in matched]
+    total = entries.count()
+    weights: dict[str, float] = {}
+    picked: set[int] = set()
+    for shown, alone in each:
+        holding = search.with_words(entries).filter(search.holding(alone))
+        ids = list(holding.order_by("-created_at", "-pk").values_list("pk", flat=True)[:CANDIDATES])
+        held = len(ids) if len(ids) < CANDIDATES else holding.count()
+        weights[shown] = math.log(1 + (total - held + 0.5) / (held + 0.5)) if held else 0.0
+        picked.update(ids)
+    scored = []
+    for entry in Entry.objects.filter(pk__in=picked).only(*FIELDS):
+        text = search.folded(entry.search_text)
+        holds = [term for term in weights if weights[term] and search.holds(text, term)]
+        if holds:
+            rarest = max(holds, key=lambda term: weights[term])
+            score = sum(weights[term] for term in holds)
+            scored.append((-score, -entry.created_at.timestamp(), -entry.pk, entry, rarest))
+    scored.sort(key=lambda row: row[:3])
+    return [(row[3], row[4]) for row in scored]
+
+
+CANDIDATES = 200  # the newest entries that hold a term, taken for the ranking
+FIELDS = ("pk", "role", "kind", "created_at", "search_text", "session_id")
+
+
+def _each(terms: search.Terms) -> list[str]:
+    """Each word and phrase of `terms`, a phrase as its words with a space between."""
+    return [*terms.words, *(" ".join(phrase) for phrase in terms.phrases)]
+
+
+def _alone(term: str) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+    parts = tuple(term.split(" "))
+    return (parts, ()) if len(parts) == 1 else ((), (parts,))
 
 
 def _named(sessions: list[int]) -> str:
@@ -119,6 +180,8 @@ def _named(sessions: list[int]) -> str:
     return "sessions " + ", ".join(str(pk) for pk in sessions)
 
 
-def as_details(query: str, found: list[Recalled]) -> dict[str, object]:
-    """What the tool result keeps for the page: the query and each entry found."""
-    return {"recall": {"query": query, "entries": [asdict(hit) for hit in found]}}
+def as_details(query: str, found: list[Recalled], *, everywhere: bool = False) -> dict[str, object]:
+    """What the tool result keeps for the page: the query, each entry found, and whether it read
+    all the owner's sessions (their preference)."""
+    entries = [asdict(hit) for hit in found]
+    return {"recall": {"query": query, "entries": entries, "everywhere": everywhere}}

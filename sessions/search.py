@@ -16,9 +16,11 @@ import unicodedata
 from dataclasses import dataclass
 
 from django.contrib.auth.models import User
+from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
 from django.db import connection
-from django.db.models import F, Func, Q, QuerySet
+from django.db.models import F, FloatField, Func, Q, QuerySet
 from django.db.models.expressions import RawSQL
+from django.db.models.functions import Coalesce
 
 from .models import ChatSession, Entry
 
@@ -103,52 +105,154 @@ class Hit:
         return self.session.url_at(self.entry_id)
 
 
+WORD = re.compile(r"[^\W_]+")  # a word as both databases' tokenizers split them
+QUOTED = re.compile(r'"([^"]*)"?')  # a phrase in quotes (its closing quote may be missing)
+MOST_TERMS = 12  # words and phrases a query matches with; the rest of it is left out
+
+
+@dataclass(frozen=True)
+class Terms:
+    """What a query asks for: words, each found as a word or the start of one, in any order,
+    and phrases, words that must stand together in their order (quoted, or joined by signs, as
+    in `e2e-tests`). `rest`: the query without its quotes, also found as written inside words
+    (text in a script without spaces, such as Chinese; signs)."""
+
+    words: tuple[str, ...]
+    phrases: tuple[tuple[str, ...], ...]
+    rest: str
+
+    def fts5(self, joined: str = " ") -> str:
+        """The terms as an FTS5 query: `joined` " " needs all of them, " OR " any."""
+        quote = '"{}"'.format
+        terms = [quote(w.replace('"', '""')) + "*" for w in self.words]
+        terms += [quote(" ".join(p).replace('"', '""')) for p in self.phrases]
+        return joined.join(terms)
+
+    def tsquery(self, joined: str = " & ") -> str:
+        """The terms as PostgreSQL's tsquery (over folded words): `joined` " & " needs all of
+        them, " | " any."""
+        terms = [f"'{w}':*" for w in self.folded_words]
+        terms += ["(" + " <-> ".join(f"'{w}'" for w in p) + ")" for p in self.folded_phrases]
+        return joined.join(terms)
+
+    @property
+    def folded_words(self) -> list[str]:
+        return [folded(w) for w in self.words if _lexeme(folded(w))]
+
+    @property
+    def folded_phrases(self) -> list[list[str]]:
+        phrases = [[folded(w) for w in p] for p in self.phrases]
+        return [p for p in phrases if all(_lexeme(w) for w in p)]
+
+    def __bool__(self) -> bool:
+        return bool(self.words or self.phrases)
+
+
+def _lexeme(word: str) -> bool:
+    """Whether a folded word can stand in a tsquery as written (a word character run)."""
+    return bool(word) and WORD.fullmatch(word) is not None
+
+
+def terms_of(query: str) -> Terms:
+    """`query`'s words and phrases (`Terms`), at most MOST_TERMS of them."""
+    words: list[str] = []
+    phrases: list[tuple[str, ...]] = []
+    for quoted in QUOTED.findall(query):
+        _add(WORD.findall(quoted), words, phrases)
+    for token in QUOTED.sub(" ", query).split():
+        _add(WORD.findall(token), words, phrases)
+    words = list(dict.fromkeys(words))
+    kept = words[:MOST_TERMS], tuple(dict.fromkeys(phrases))[: max(0, MOST_TERMS - len(words))]
+    return Terms(tuple(kept[0]), kept[1], " ".join(query.replace('"', " ").split()))
+
+
+def _add(parts: list[str], words: list[str], phrases: list[tuple[str, ...]]) -> None:
+    if len(parts) == 1:
+        words.append(parts[0])
+    elif parts:
+        phrases.append(tuple(parts))
+
+
+def holds(text: str, term: str) -> bool:
+    """Whether `text` (folded) holds `term`, a word or a phrase's words with a space between,
+    as `holding` finds it: the word inside a word too (as written, for scripts without spaces),
+    the phrase's words together."""
+    parts = [folded(part) for part in term.split(" ")]
+    if len(parts) == 1:
+        return parts[0] in text
+    return re.search(r"[\W_]+".join(map(re.escape, parts)), text) is not None
+
+
 def matching_entries(owner: User, query: str) -> QuerySet[Entry]:
-    """The owner's entries whose words contain `query`, newest first."""
+    """The owner's entries that hold every word and phrase of `query`, in any order and
+    whatever their case and accents (or hold it as written, inside words), newest first."""
     mine = Entry.objects.filter(
         session__owner=owner, session__deleted_at__isnull=True, session__building=False
     )
-    if connection.vendor == "postgresql":
-        from django.contrib.postgres.search import SearchQuery, SearchVector
+    return with_words(mine).filter(holding(terms_of(query))).order_by("-pk")
 
-        unaccented = without_accents("search_text")
-        words = SearchQuery(folded(query), config="simple", search_type="websearch")
-        return (
-            mine.annotate(words=SearchVector(unaccented, config="simple"), bare=unaccented)
-            .filter(Q(words=words) | Q(bare__icontains=folded(query)))
-            .order_by("-pk")
-        )
+
+def holding(terms: Terms, *, every: bool = True) -> Q:
+    """Entries holding the terms (`every`: all of them, else any), or `terms.rest` as written
+    inside their words."""
+    if connection.vendor == "postgresql":
+        tsquery = terms.tsquery(" & " if every else " | ")
+        found = Q(bare__icontains=folded(terms.rest)) if terms.rest else Q(pk__in=[])
+        if tsquery:
+            found |= Q(words=SearchQuery(tsquery, config="simple", search_type="raw"))
+        return found
     if connection.vendor != "sqlite":
-        return mine.filter(search_text__icontains=query).order_by("-pk")
-    phrase = '"' + query.replace('"', '""') + '"'
-    found = Q(pk__in=RawSQL(_WORDS, [phrase + "*"])) if _has_words(query) else Q(pk__in=[])
-    if len(query) >= 3:
-        found |= Q(pk__in=RawSQL(_TRIGRAMS, [phrase]))
-    else:
-        found |= Q(search_text__icontains=query)
-    return mine.filter(found).order_by("-pk")
+        return Q(search_text__icontains=terms.rest)
+    found = Q(pk__in=[])
+    if terms:
+        found |= Q(pk__in=RawSQL(_WORDS, [terms.fts5(" " if every else " OR ")]))
+    if len(terms.rest) >= 3:
+        found |= Q(pk__in=RawSQL(_TRIGRAMS, ['"' + terms.rest.replace('"', '""') + '"']))
+    elif terms.rest:
+        found |= Q(search_text__icontains=terms.rest)
+    return found
+
+
+def with_words(entries: QuerySet[Entry]) -> QuerySet[Entry]:
+    """`entries` with what `holding` compares on PostgreSQL: the unaccented text and its words."""
+    if connection.vendor != "postgresql":
+        return entries
+    unaccented = without_accents("search_text")
+    return entries.alias(words=SearchVector(unaccented, config="simple"), bare=unaccented)
+
+
+def ranked(entries: QuerySet[Entry], terms: Terms) -> QuerySet[Entry]:
+    """`entries` best first: by relevance to `terms` (FTS5's bm25 on SQLite, `ts_rank` on
+    PostgreSQL; a match of the text as written alone comes after the words' matches), then the
+    newest by when each was said."""
+    if connection.vendor == "postgresql" and terms:
+        query = SearchQuery(terms.tsquery(), config="simple", search_type="raw")
+        rank = SearchRank(SearchVector(without_accents("search_text"), config="simple"), query)
+        return entries.annotate(rank=rank).order_by("-rank", "-created_at", "-pk")
+    if connection.vendor == "sqlite" and terms:
+        score = RawSQL(_BM25, [terms.fts5()], output_field=FloatField())
+        return entries.annotate(rank=Coalesce(score, 0.0)).order_by("rank", "-created_at", "-pk")
+    return entries.order_by("-created_at", "-pk")
 
 
 _TRIGRAMS = "SELECT rowid FROM chat_entry_fts WHERE chat_entry_fts MATCH %s"
 _WORDS = "SELECT rowid FROM chat_entry_words WHERE chat_entry_words MATCH %s"
-
-
-def _has_words(query: str) -> bool:
-    """Whether the words index has anything to match in `query`: a letter or a digit (FTS5's
-    unicode61 tokenizer makes no token of the rest, and a phrase of none is an error)."""
-    return any(char.isalnum() for char in query)
+_BM25 = (  # lower is better, and 0 for a match of the text as written alone
+    "SELECT bm25(chat_entry_words) FROM chat_entry_words "
+    'WHERE chat_entry_words MATCH %s AND rowid = "chat_entry"."id"'
+)
 
 
 def find(owner: User, query: str, limit: int = RESULTS) -> list[Hit]:
-    """The newest entries of the owner's that mention `query`, each with a highlighted snippet.
-
-    Newest by when each was said (an imported session's entries by their own dates): an order
-    no index gives, so PostgreSQL takes the matches from the words and substrings indexes. In
-    id order it walked every user's entries from the newest until it had `limit` of them, the
-    whole table when the words are rare (180 ms behind 134,000 entries, 1-2 ms now)."""
+    """The owner's entries that hold every word of `query`, the most relevant first, then the
+    newest by when each was said (an imported session's entries by their own dates), each with
+    a highlighted snippet."""
+    terms = terms_of(query)
+    mine = Entry.objects.filter(
+        session__owner=owner, session__deleted_at__isnull=True, session__building=False
+    )
     entries = (
-        matching_entries(owner, query)
-        .order_by("-created_at", "-pk")
+        ranked(with_words(mine).filter(holding(terms)), terms)
         .select_related("session")
         .only("pk", "search_text", "session")[:limit]
     )

@@ -129,6 +129,8 @@ def _result_block(result: Entry, name: str, *, line: str) -> Block:
     text = "\n".join(block_texts(result.content))
     return {
         "recalled": _recalled(result),
+        "recalled_everywhere": part(result.data, "message", "details", "recall").get("everywhere")
+        is True,
         "kind": "tool",
         "line": line or f"{name} result",
         "name": name,

@@ -10,7 +10,8 @@ import pytest
 from sessions import generation, handoff
 from sessions.agent.recall_tool import look_up
 from sessions.agent.tool import ToolInputError
-from sessions.models import ChatSession, Entry
+from sessions.generation.turns import AS_CLAIMED
+from sessions.models import ChatSession, Entry, Preferences
 
 from .conftest import db_async, make_session
 from .fake_anthropic import Reply
@@ -135,7 +136,7 @@ async def test_offline_a_question_about_a_word_only_the_parent_holds_is_answered
     await db_async(lambda: ChatSession.objects.filter(pk=new.pk).update(model="local"))()
     _, tab = await open_tab(owner, new)
     await tab.send(message="Which header did zanzibar need?")
-    shown = await tab.until("From the earlier sessions, nearest first:", timeout=20)
+    shown = await tab.until("From the earlier sessions, best match first:", timeout=20)
     await generation.wait_idle()
     assert "zanzibar endpoint needs the header X-Trace-Id" in shown
     link = f'<a href="/sessions/{old.pk}/?at={said.pk}#entry-{said.pk}"'
@@ -155,8 +156,11 @@ def test_recall_is_offered_where_it_can_read_and_deciding_costs_no_walk(
     alone = make_session(owner, exchanges=1)
     with django_assert_num_queries(0):  # a session's origin is in its own row
         assert RECALL.offered(new) and RECALL.offered(forked)
-    with django_assert_num_queries(1):  # one look for mentions
+    with django_assert_num_queries(2):  # one look for mentions, one at the owner's preference
         assert not RECALL.offered(alone)
+    claimed = AS_CLAIMED.one(session_id=alone.pk)  # as a prompt's claim reads it
+    with django_assert_num_queries(1):  # the claim read the preference
+        assert not RECALL.offered(claimed)
     from sessions import mentions
 
     text = f"as in @#{new.pk}"
@@ -164,3 +168,95 @@ def test_recall_is_offered_where_it_can_read_and_deciding_costs_no_walk(
         "user", [{"type": "text", "text": text}], data=mentions.data_of(alone, text)
     )
     assert RECALL.offered(alone)
+
+
+# Recall by words (issue 54, item 5): any of the words, the rarer weighing more; all sessions.
+
+
+def said_in_parent(owner, *texts: str) -> tuple[ChatSession, list[int]]:
+    """A session handed off from one whose user said `texts`, in order; their entries' ids."""
+    old = make_session(owner, exchanges=1)
+    ids = [old.append_message("user", [{"type": "text", "text": t}]).pk for t in texts]
+    reply = old.append_message(
+        "assistant", [{"type": "text", "text": "## Goal\nShip it."}], data={"purpose": "handoff"}
+    )
+    new = handoff.new_session(old, from_entry=reply, content=handoff.wrap("## Goal\nShip it."), data={"warnings": []})  # fmt: skip
+    return new, ids
+
+
+def recalled(session: ChatSession, query: str) -> list[int]:
+    return [hit["entry"] for hit in look_up({"query": query}, session).details["recall"]["entries"]]
+
+
+@pytest.mark.django_db
+def test_a_models_keywords_find_a_fact_said_in_other_words(owner):
+    new, (fact,) = said_in_parent(owner, "Our team lunch place is called Marigold Bistro.")
+    assert recalled(new, "Marigold lunch place") == [fact]
+    assert recalled(new, "marigold dinner venue") == [fact]  # one word of three is enough
+
+
+@pytest.mark.django_db
+def test_recall_ranks_the_entries_holding_more_and_rarer_words_first(owner):
+    new, (both, rare, *common) = said_in_parent(
+        owner,
+        "Lunch at Marigold on Friday",
+        "Marigold closes early on Mondays",
+        "Lunch was late today",
+        "Lunch again, the usual place",
+        "Lunch orders go to Ana",
+    )
+    # Both words first; then the rare word alone; then the common word alone, newest first.
+    assert recalled(new, "marigold lunch") == [both, rare, *reversed(common)]
+
+
+@pytest.mark.django_db
+def test_among_equals_the_newest_entry_wins(owner):
+    new, (older, newer) = said_in_parent(owner, "The port is 8080", "The port is 9090")
+    assert recalled(new, "port") == [newer, older]
+
+
+@pytest.mark.django_db
+def test_recall_reads_all_the_owners_sessions_only_with_their_preference(owner, other_user):
+    new, _ = said_in_parent(owner, "Nothing about it here")
+    elsewhere = make_session(owner)
+    fact = elsewhere.append_message("user", [{"type": "text", "text": "The kiosk PIN is 4417"}])
+    theirs = make_session(other_user)
+    theirs.append_message("user", [{"type": "text", "text": "Their kiosk PIN is 9999"}])
+    assert recalled(new, "kiosk PIN") == []
+    Preferences.objects.create(user=owner, recall_everywhere=True)
+    found = look_up({"query": "kiosk PIN"}, new)
+    assert [hit["entry"] for hit in found.details["recall"]["entries"]] == [fact.pk]
+    assert found.details["recall"]["everywhere"] is True
+    assert "9999" not in found.text
+
+
+@pytest.mark.django_db
+def test_with_the_preference_recall_is_offered_in_a_session_with_no_lineage(owner):
+    from sessions.agent.recall_tool import RECALL
+
+    alone = make_session(owner, exchanges=1)
+    assert not RECALL.offered(alone)
+    Preferences.objects.create(user=owner, recall_everywhere=True)
+    assert RECALL.offered(ChatSession.objects.get(pk=alone.pk))
+    assert RECALL.offered(AS_CLAIMED.one(session_id=alone.pk))
+
+
+@pytest.mark.django_db
+def test_the_recall_card_says_when_it_read_all_the_owners_sessions(owner, client):
+    Preferences.objects.create(user=owner, recall_everywhere=True)
+    source = make_session(owner)
+    source.append_message("user", [{"type": "text", "text": "The kiosk PIN is 4417"}])
+    session = make_session(owner, exchanges=1)
+    found = look_up({"query": "kiosk"}, session)
+    call = {"type": "toolCall", "id": "t1", "name": "recall", "arguments": {"query": "kiosk"}}
+    session.append_message("assistant", [call])
+    session.append(
+        kind=Entry.Kind.MESSAGE,
+        role=Entry.Role.TOOL_RESULT,
+        content=[{"type": "text", "text": found.text}],
+        data={"message": {"toolCallId": "t1", "toolName": "recall", "details": found.details}},
+    )
+    client.force_login(owner)
+    page = client.get(f"/sessions/{session.pk}/").content.decode()
+    assert "Recalled from all your sessions (your preference)." in page
+    assert f"Session {source.pk}, entry" in page

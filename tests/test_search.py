@@ -198,3 +198,70 @@ def test_results_are_newest_first_by_when_they_were_said_an_imported_entry_by_it
     imported = say(make_session(owner), "the zanzibar protocol, last year")
     Entry.objects.filter(pk=imported).update(created_at=timezone.now() - timedelta(days=365))
     assert [hit.entry_id for hit in search.find(owner, "zanzibar")] == [today, imported]
+
+
+# Search by words (issue 54, item 5): every word, in any order; phrases in quotes; ranked.
+
+BUDGET = "The quarterly budget review for the Lisbon office moves to Thursday"
+
+
+@pytest.mark.parametrize(
+    "query", ["lisbon budget", "BUDGET lisbon", "office quarterly", "review Lisb"]
+)
+def test_every_word_is_found_in_any_order(owner, query):
+    session = make_session(owner)
+    say(session, "The Lisbon office has a new address")  # one of the words only
+    entry_id = say(session, BUDGET)
+    assert [hit.entry_id for hit in search.find(owner, query)] == [entry_id]
+
+
+def test_accents_and_case_do_not_matter_to_the_words(owner):
+    session = make_session(owner)
+    entry_id = say(session, "Le Café de Flore wants my résumé by Friday")
+    say(session, "A cafe with no paperwork")
+    assert [hit.entry_id for hit in search.find(owner, "cafe resume")] == [entry_id]
+    assert [hit.entry_id for hit in search.find(owner, "RÉSUMÉ café")] == [entry_id]
+
+
+def test_a_quoted_phrase_must_stand_together_in_its_order(owner):
+    session = make_session(owner)
+    together = say(session, "Start the budget review at nine")
+    apart = say(session, "Review the budget at nine")
+    assert {hit.entry_id for hit in search.find(owner, "budget review")} == {together, apart}
+    assert [hit.entry_id for hit in search.find(owner, '"budget review"')] == [together]
+    assert [hit.entry_id for hit in search.find(owner, '"budget review" nine')] == [together]
+    assert search.find(owner, '"review budget" friday') == []
+
+
+def test_words_joined_by_signs_are_found_as_a_phrase(owner):
+    session = make_session(owner)
+    entry_id = say(session, "Run the e2e-tests before each commit")
+    say(session, "Tests first, e2e later")
+    assert [hit.entry_id for hit in search.find(owner, "e2e-tests")] == [entry_id]
+
+
+def test_results_are_ranked_by_relevance_then_by_recency(owner):
+    session = make_session(owner)
+    relevant = say(session, "Marigold Bistro: lunch at Marigold Bistro, then Marigold Bistro again")
+    say(session, "Other words entirely")
+    passing = say(session, "Marigold mentioned the bistro once, in a long message " + "x " * 40)
+    same = say(session, "Marigold Bistro: lunch at Marigold Bistro, then Marigold Bistro again")
+    hits = [hit.entry_id for hit in search.find(owner, "marigold bistro")]
+    # The two that say it three times first (the newer of them first), then the one in passing.
+    assert hits == [same, relevant, passing]
+
+
+def test_another_users_words_are_never_found(owner, django_user_model):
+    theirs = make_session(django_user_model.objects.create_user("them", password="x"))
+    say(theirs, BUDGET)
+    entry_id = say(make_session(owner), BUDGET)
+    assert [hit.entry_id for hit in search.find(owner, "lisbon budget")] == [entry_id]
+
+
+def test_the_session_list_finds_a_session_by_words_in_any_order(client, owner):
+    session = make_session(owner)
+    say(session, BUDGET)
+    client.force_login(owner)
+    page = client.get("/?q=lisbon+budget").content.decode()
+    assert f'href="/sessions/{session.pk}/' in page
+    assert "No session mentions" not in page

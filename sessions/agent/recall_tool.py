@@ -25,10 +25,10 @@ def look_up(arguments: Any, session: ChatSession) -> ToolResult:
         found = recall.recall(session, query, only)
     except recall.RecallRefused as refusal:
         raise ToolInputError(str(refusal)) from refusal
-    details = recall.as_details(query, found)
+    details = recall.as_details(query, found, everywhere=recall.everywhere(session))
     if not found:
         return ToolResult(f"Nothing in the earlier sessions mentions “{query}”.", details=details)
-    lines = [f"{len(found)} entries from the earlier sessions, nearest first:"]
+    lines = [f"{len(found)} entries from the earlier sessions, best match first:"]
     lines += [hit.line() for hit in found]
     return ToolResult("\n".join(lines), details=details)
 
@@ -37,16 +37,17 @@ RECALL = Tool(
     name="recall",
     description=(
         "Look up what was said in the sessions this one came from (the session it was handed "
-        "off or forked from, and the ones before it): the detail a handoff document left out. "
-        "Returns the best-matching entries, nearest session first, each labelled with its "
-        "session id and entry id; cite them when you use them. `session` searches that one "
-        "only."
+        "off or forked from, and the ones before it) and those its messages mention, or in all "
+        "the user's sessions when they allow it: the detail a handoff document left out. Ask in "
+        "keywords: an entry need not hold every word; those holding the most, and the rarest, "
+        "come first, each labelled with its session id and entry id; cite them when you use "
+        "them. `session` searches that one only."
     ),
     input_schema={
         "type": "object",
         "properties": {
             "query": {"type": "string", "description": "the words to look for"},
-            "session": {"type": "integer", "description": "one session of the lineage only"},
+            "session": {"type": "integer", "description": "one of those sessions only"},
         },
         "required": ["query"],
     },

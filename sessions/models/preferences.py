@@ -43,6 +43,11 @@ class Preferences(models.Model):
         max_length=4000,
         help_text="Appended to every handoff request, after agentweb's own.",
     )
+    # Recall reads the sessions this one came from and those it mentions; with this, every one
+    # of the user's own sessions (never another user's).
+    recall_everywhere = models.BooleanField(
+        default=False, help_text="Recall reads every one of your sessions, not only the lineage."
+    )
 
     class Meta:
         verbose_name_plural = "preferences"

@@ -62,7 +62,7 @@ COMMON = frozenset(
     )
 )
 FOUND = re.compile(r"^\[session (\d+), entry (\d+), ([^,\]]+), ([^\]]+)\] (.*)$")
-INTRO = "From the earlier sessions, nearest first:"
+INTRO = "From the earlier sessions, best match first:"
 
 
 def recall_call(messages: list[dict[str, Any]]) -> ToolCall | None:

@@ -35,7 +35,7 @@ def test_the_offline_model_recalls_a_dropped_detail_and_its_link_opens_the_entry
     box.fill("Which header did zanzibar need?")
     box.press("Enter")
     answer = page.locator("#transcript .entry--assistant.status--complete").last
-    expect(answer).to_contain_text("From the earlier sessions, nearest first:", timeout=30_000)
+    expect(answer).to_contain_text("From the earlier sessions, best match first:", timeout=30_000)
     expect(answer).to_contain_text("zanzibar endpoint needs the header X-Trace-Id")
     link = answer.get_by_role("link", name=f"session {old.pk}, entry {said.pk}")
     expect(link).to_have_attribute("href", f"/sessions/{old.pk}/?at={said.pk}#entry-{said.pk}")
