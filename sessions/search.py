@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from django.contrib.auth.models import User
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
 from django.db import connection
-from django.db.models import F, FloatField, Func, Q, QuerySet
+from django.db.models import F, Func, Q, QuerySet
 from django.db.models.expressions import RawSQL
-from django.db.models.functions import Coalesce
 
 from .models import ChatSession, Entry
 
@@ -221,25 +220,42 @@ def with_words(entries: QuerySet[Entry]) -> QuerySet[Entry]:
     return entries.alias(words=SearchVector(unaccented, config="simple"), bare=unaccented)
 
 
-def ranked(entries: QuerySet[Entry], terms: Terms) -> QuerySet[Entry]:
-    """`entries` best first: by relevance to `terms` (FTS5's bm25 on SQLite, `ts_rank` on
-    PostgreSQL; a match of the text as written alone comes after the words' matches), then the
-    newest by when each was said."""
+def ranked(owner: User, entries: QuerySet[Entry], terms: Terms, limit: int) -> list[int]:
+    """The ids of the best `limit` of `entries` (the owner's matches of `holding(terms)`): the
+    most relevant first (FTS5's bm25 on SQLite, `ts_rank` on PostgreSQL), then the newest by
+    when each was said. A match of the text as written alone (inside words) comes after the
+    words' matches.
+
+    PostgreSQL ranks the newest CANDIDATES matches: `ts_rank` parses each entry's text again,
+    and a common word holds thousands. SQLite takes bm25 from one pass of its words index."""
+    newest = entries.order_by("-created_at", "-pk")
     if connection.vendor == "postgresql" and terms:
         query = SearchQuery(terms.tsquery(), config="simple", search_type="raw")
         rank = SearchRank(SearchVector(without_accents("search_text"), config="simple"), query)
-        return entries.annotate(rank=rank).order_by("-rank", "-created_at", "-pk")
-    if connection.vendor == "sqlite" and terms:
-        score = RawSQL(_BM25, [terms.fts5()], output_field=FloatField())
-        return entries.annotate(rank=Coalesce(score, 0.0)).order_by("rank", "-created_at", "-pk")
-    return entries.order_by("-created_at", "-pk")
+        candidates = newest.values("pk")[:CANDIDATES]
+        best = Entry.objects.filter(pk__in=candidates).annotate(rank=rank)
+        return list(
+            best.order_by("-rank", "-created_at", "-pk").values_list("pk", flat=True)[:limit]
+        )
+    if connection.vendor != "sqlite" or not terms:
+        return list(newest.values_list("pk", flat=True)[:limit])
+    with connection.cursor() as cursor:  # plain SQL: bm25 needs the words index's own query
+        cursor.execute(_BM25, [terms.fts5(), owner.pk, limit])
+        words = [row[0] for row in cursor.fetchall()]
+    if len(words) == limit:
+        return words
+    written = newest.exclude(pk__in=words).values_list("pk", flat=True)[: limit - len(words)]
+    return words + list(written)
 
 
+CANDIDATES = 500  # the newest matches PostgreSQL ranks
 _TRIGRAMS = "SELECT rowid FROM chat_entry_fts WHERE chat_entry_fts MATCH %s"
 _WORDS = "SELECT rowid FROM chat_entry_words WHERE chat_entry_words MATCH %s"
-_BM25 = (  # lower is better, and 0 for a match of the text as written alone
-    "SELECT bm25(chat_entry_words) FROM chat_entry_words "
-    'WHERE chat_entry_words MATCH %s AND rowid = "chat_entry"."id"'
+_BM25 = (  # the owner's entries the words index matches, best first (`mine` in `find`)
+    "SELECT w.rowid FROM chat_entry_words AS w "
+    "JOIN chat_entry AS e ON e.id = w.rowid JOIN chat_chatsession AS s ON s.id = e.session_id "
+    "WHERE chat_entry_words MATCH %s AND s.owner_id = %s AND s.deleted_at IS NULL "
+    "AND NOT s.building ORDER BY bm25(chat_entry_words), e.created_at DESC, e.id DESC LIMIT %s"
 )
 
 
@@ -251,12 +267,10 @@ def find(owner: User, query: str, limit: int = RESULTS) -> list[Hit]:
     mine = Entry.objects.filter(
         session__owner=owner, session__deleted_at__isnull=True, session__building=False
     )
-    entries = (
-        ranked(with_words(mine).filter(holding(terms)), terms)
-        .select_related("session")
-        .only("pk", "search_text", "session")[:limit]
-    )
-    return [Hit(entry.pk, entry.session, snippet(entry.search_text, query)) for entry in entries]
+    ids = ranked(owner, with_words(mine).filter(holding(terms)), terms, limit)
+    found = Entry.objects.select_related("session").only("pk", "search_text", "session")
+    by_id = found.in_bulk(ids)
+    return [Hit(pk, by_id[pk].session, snippet(by_id[pk].search_text, query)) for pk in ids]
 
 
 def snippet(text: str, query: str) -> Snippet:
