@@ -251,9 +251,12 @@ def test_results_are_ranked_by_relevance_then_by_recency(owner):
     assert hits == [same, relevant, passing]
 
 
-def test_another_users_words_are_never_found(owner, django_user_model):
+def test_another_users_words_and_a_deleted_sessions_are_never_found(owner, django_user_model):
     theirs = make_session(django_user_model.objects.create_user("them", password="x"))
     say(theirs, BUDGET)
+    deleted = make_session(owner)
+    say(deleted, BUDGET)
+    deleted.soft_delete()
     entry_id = say(make_session(owner), BUDGET)
     assert [hit.entry_id for hit in search.find(owner, "lisbon budget")] == [entry_id]
 
