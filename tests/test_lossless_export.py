@@ -183,3 +183,40 @@ def test_a_value_of_a_str_or_int_subclass_is_written_as_its_base():
     assert stringify({"kind": Entry.Kind.MESSAGE, "flag": True, "n": 3}) == (
         '{"kind":"message","flag":true,"n":3}'
     )
+
+
+# A version-1 file as the reference agent writes it back once migrated (its migrateV1ToV2 and
+# migrateV2ToV3, in place): each line's own fields in its own order, `id` and `parentId` after
+# them, a compaction's `firstKeptEntryIndex` given as `firstKeptEntryId` after those, and the
+# header's `version` after its fields.
+VERSION_1 = [
+    '{"type":"session","id":"s-v1","timestamp":"2025-01-01T10:00:00.000Z","cwd":"/w"}',
+    '{"type":"message","timestamp":"2025-01-01T10:00:01.000Z","message":{"role":"user",'
+    '"content":"Read the config","timestamp":1735725601000}}',
+    '{"type":"message","timestamp":"2025-01-01T10:00:02.000Z","message":{"role":"assistant",'
+    '"content":[{"type":"toolCall","id":"call_1","name":"read","arguments":{"path":"a.json"}}],'
+    '"api":"anthropic-messages","provider":"anthropic","model":"claude-sonnet-4-5",'
+    '"usage":{"input":100,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":102,'
+    '"cost":{"input":0.000005,"output":1e-7,"cacheRead":0,"cacheWrite":0,"total":0.0000051}},'
+    '"stopReason":"toolUse","timestamp":1735725602000}}',
+    '{"type":"message","timestamp":"2025-01-01T10:00:03.000Z","message":{"role":"toolResult",'
+    '"toolCallId":"call_1","toolName":"read","content":[{"type":"text","text":"{}"}],'
+    '"details":{"path":"a.json","lines":1},"isError":false,"timestamp":1735725603000}}',
+    '{"type":"compaction","timestamp":"2025-01-01T10:00:04.000Z","summary":"## Goal\\nRead it.",'
+    '"firstKeptEntryIndex":2,"tokensBefore":5000}',
+]
+
+
+def test_a_version_1_file_comes_back_as_the_reference_agent_migrates_it(owner):
+    exported = round_trip(owner, VERSION_1)
+    ids = [json.loads(line)["id"] for line in exported[1:]]
+    parents = ["null", *(f'"{i}"' for i in ids[:-1])]
+    assert exported[0] == VERSION_1[0][:-1] + ',"version":3}'
+    for n, (given, back) in enumerate(zip(VERSION_1[1:4], exported[1:4], strict=True)):
+        assert back == given[:-1] + f',"id":"{ids[n]}","parentId":{parents[n]}}}'
+    assert exported[4] == (
+        '{"type":"compaction","timestamp":"2025-01-01T10:00:04.000Z","summary":"## Goal\\nRead '
+        f'it.","tokensBefore":5000,"id":"{ids[3]}","parentId":"{ids[2]}",'
+        f'"firstKeptEntryId":"{ids[1]}"}}'
+    )
+    assert round_trip(owner, exported) == exported

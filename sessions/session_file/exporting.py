@@ -42,7 +42,9 @@ def export_jsonl(session: ChatSession) -> Iterator[str]:
     ids = _ids(entries)
     for entry in entries:
         place = {"id": ids[entry.pk], "parentId": ids.get(entry.parent_id or 0)}
-        yield _as_kept(kept.get(entry.pk), place) or _json_line(_entry_line(entry, ids))
+        text = kept.get(entry.pk)
+        line = _as_kept(text, place) or _migrated(text, place, entry, ids)
+        yield line or _json_line(_entry_line(entry, ids))
 
 
 def _as_kept(text: str | None, fields: dict[str, Any]) -> str | None:
@@ -53,6 +55,27 @@ def _as_kept(text: str | None, fields: dict[str, Any]) -> str | None:
     if any(given.get(name) != value for name, value in fields.items()):
         return None
     return _escaped(text) + "\n"
+
+
+def _migrated(
+    text: str | None, place: dict[str, Any], entry: Entry, ids: dict[int, str]
+) -> str | None:
+    """A version-1 file's line (it has no id) as the reference agent migrates it, in place:
+    its own fields in its own order, then `id` and `parentId` after them, a compaction's
+    `firstKeptEntryIndex` replaced by `firstKeptEntryId` after those, and a `hookMessage`
+    role named `custom` (version 3's)."""
+    line = json.loads(text) if text is not None else None
+    if not isinstance(line, dict) or "id" in line:
+        return None
+    line.update(place)
+    if line.get("type") == "compaction" and "firstKeptEntryIndex" in line:
+        del line["firstKeptEntryIndex"]
+        if isinstance(target := part(entry.data, "refs").get("firstKeptEntryId"), int):
+            line["firstKeptEntryId"] = ids.get(target, f"{target:08x}")
+    message = line.get("message")
+    if isinstance(message, dict) and message.get("role") == "hookMessage":
+        message["role"] = "custom"
+    return _json_line(line)
 
 
 def _header(session: ChatSession, kept: str | None) -> dict[str, Any]:
