@@ -163,14 +163,31 @@ class NothingToHandOff(Exception):
         super().__init__(NOTHING_TO_HAND_OFF)
 
 
-def build_prompt(focus: str = "", todo_list: str = "", instructions: str = "") -> str:
+def build_prompt(
+    focus: str = "", todo_list: str = "", instructions: str = "", ledger: str = ""
+) -> str:
     """The fixed handoff prompt (H4), with `Additional focus: …` when focus is given, the
-    session's todo list (`todos.for_handoff`) when it has one, and the user's own standing
-    instructions (a preference) last: added to the six sections, never instead of them."""
+    session's todo list (`todos.for_handoff`) when it has one, the work ledger (`ledger.section`)
+    when the session did tool work, and the user's own standing instructions (a preference)
+    last: added to the six sections, never instead of them."""
     focus, instructions = focus.strip(), instructions.strip()
     prompt = f"{PROMPT}\n\nAdditional focus: {focus}" if focus else PROMPT
     prompt = f"{prompt}\n\n{todo_list}" if todo_list else prompt
+    prompt = f"{prompt}\n\n{LEDGER_INTRO}\n<ledger>\n{ledger}\n</ledger>" if ledger else prompt
     return f"{prompt}\n\n{OWN_INSTRUCTIONS}\n{instructions}" if instructions else prompt
+
+
+LEDGER_INTRO = (
+    "agentweb's work ledger of this session, written by code from its tool calls (what each "
+    "file and command came to, and what failed last). Use it for Progress and Critical "
+    "Context: report failures as failures and what is gone as gone. It is appended to your "
+    "document as a section of its own, so do not copy it whole."
+)
+
+
+def with_ledger(document: str, section: str) -> str:
+    """The document with the work ledger appended (agentweb's section, after the model's)."""
+    return f"{document}\n\n{section}" if section else document
 
 
 OWN_INSTRUCTIONS = (

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 
-from .. import context, coverage, handoff, store, todos, window
+from .. import context, coverage, handoff, ledger, store, todos, window
 from ..context import ASSISTANT, USER
 from ..coverage import Item
 from ..handoff import StructureReport
@@ -95,7 +95,8 @@ class HandoffRun:
         handoff.check_guard(store.count_messages(branch))
         todo_list = (await database_sync_to_async(todos.state)(session)).todos
         own = await database_sync_to_async(_handoff_instructions)(session)
-        prompt_text = handoff.build_prompt(self.focus, todos.for_handoff(todo_list), own)
+        work = ledger.section(await asyncio.to_thread(ledger.ledger_of, branch))
+        prompt_text = handoff.build_prompt(self.focus, todos.for_handoff(todo_list), own, work)
         context_before = session.context_tokens
         self.stage = "request"
         reply = await self.agent.prompt(
@@ -108,6 +109,7 @@ class HandoffRun:
         if _stopped_at_the_limit(reply):
             reply, written = await self._finish(written)
         reply, document = await self._guard(branch, reply, written)
+        document = handoff.with_ledger(document, work)
         result = HandoffResult(document, handoff.check_structure(document), reply, written=written)
         if await database_sync_to_async(_preference)(session, "review_handoff"):
             return result
