@@ -316,6 +316,19 @@ BOX_STATES = {" ": "pending", "x": "done", "X": "done", "~": "in_progress", "/":
               "-": "in_progress"}  # fmt: skip
 
 
+PLACEHOLDER = re.compile(
+    r"^(?:nothing(?: (?:recorded|yet|left|pending|to do|open))?(?: in this session)?|none"
+    r"(?: yet)?|n/?a|no (?:next steps|open (?:work|items)|pending work)|[-—–]+)\W*$",
+    re.IGNORECASE,
+)
+
+
+def _work(text: str) -> bool:
+    """Whether a list item names work: a placeholder ("Nothing recorded in this session.",
+    "None", "—") does not."""
+    return PLACEHOLDER.match(text.strip()) is None
+
+
 def from_document(document: str) -> list[Todo]:
     """A handoff document's open work: the unchecked items of Progress (and the items under
     its In Progress and Pending parts), then the Next Steps."""
@@ -340,7 +353,7 @@ def from_document(document: str) -> list[Todo]:
         item = LIST_ITEM.match(line)
         if item is not None and BOX_STATES.get(item.group("box") or " ") != "done":
             todos.append(Todo(_clean(item.group("text"))))
-    return _distinct(todos)
+    return _distinct([todo for todo in todos if _work(todo.text)])
 
 
 def from_text(text: str) -> list[Todo]:

@@ -100,9 +100,15 @@ async def test_the_document_says_where_the_work_stands_at_the_end(owner, setting
     settings.ANTHROPIC_API_KEY = ""
     _, result = await offline_handoff(owner, version)
     document = result.reply.text
-    goal = section(document, "Goal")
-    assert goal.startswith("- Tag v2.3.1, push the tag, then publish the package to npm.")
-    assert "Ran `git tag v2.3.1 && git push origin v2.3.1`: it worked" in section(
+    goal = section(document, "Goal")  # the objective, then the request that refined it last
+    assert goal.startswith(
+        "- Replace the gateway's token bucket with a sliding-window limiter that holds "
+        "5000 req/s per tenant."
+    )
+    assert goal.endswith(
+        "- Most recently: Tag v2.3.1, push the tag, then publish the package to npm."
+    )
+    assert "- [x] Ran `git tag v2.3.1 && git push origin v2.3.1`: it worked" in section(
         document, "Progress"
     )
     assert (
@@ -110,12 +116,12 @@ async def test_the_document_says_where_the_work_stands_at_the_end(owner, setting
         "`src/limiter/retryAfter.ts(42,17): error TS1005: ';' expected.`"
     ) in section(document, "Critical Context")
     next_steps = section(document, "Next Steps")
-    assert next_steps.startswith("- Fix the failing `npm run publish`:")
+    assert next_steps.startswith("- [ ] Fix the failing `npm run publish`:")
     assert [step for step in STALE_STEPS if step in next_steps] == []  # done since
     assert "Asked:" not in document  # no user line echoed as progress
 
 
-def test_the_goal_is_the_focus_or_the_latest_direction_never_a_command_or_an_answer():
+def test_the_goal_is_the_focus_or_the_direction_never_a_command_or_an_answer():
     history = [
         {"role": "user", "content": "/mode"},
         {
@@ -132,3 +138,57 @@ def test_the_goal_is_the_focus_or_the_latest_direction_never_a_command_or_an_ans
     )
     focused = respond([*history, {"role": "user", "content": handoff.build_prompt("the tests")}])
     assert section(focused, "Goal").startswith("- the tests\n")
+
+
+# A document a reader can act on (issue 54, item 3).
+
+
+def test_a_late_question_is_never_the_goal_and_the_rules_the_user_set_are_the_constraints():
+    history = [
+        {"role": "user", "content": "Build a theme system for the TUI: palettes load from JSON."},
+        {"role": "assistant", "content": "Starting with src/theme/index.ts."},
+        {"role": "user", "content": "e2e tests only. Commit after each change, please."},
+        {"role": "user", "content": "Use hex, not 256 colours. why would we queue and then append?"},
+        {"role": "assistant", "content": "Fair: appending directly."},
+        {"role": "user", "content": "what did i just execute?"},
+    ]  # fmt: skip
+    document = respond([*history, {"role": "user", "content": handoff.build_prompt()}])
+    assert section(document, "Goal") == (
+        "- Build a theme system for the TUI: palettes load from JSON."
+    )
+    constraints = section(document, "Constraints & Preferences")
+    for rule in (
+        "e2e tests only.",
+        "Commit after each change, please.",
+        "Use hex, not 256 colours.",
+    ):
+        assert f"- {rule}" in constraints
+    assert "?" not in constraints
+
+
+def test_a_build_whose_pipe_hid_the_failure_is_reported_as_failed():
+    history = [
+        {"role": "user", "content": "Build the theme package and tell me how it went."},
+        {"role": "assistant", "content": '[Assistant tool call]: bash(command="npm run build | tee b.log")'},
+        {"role": "user", "content": "[Tool result: bash]: src/theme/index.ts(3,10): error TS2305: "
+         "Module '\"./palette\"' has no exported member 'nord'."},
+    ]  # fmt: skip
+    document = respond([*history, {"role": "user", "content": handoff.build_prompt()}])
+    progress = section(document, "Progress")
+    assert "Ran `npm run build | tee b.log`: it failed" in progress
+    assert "it worked" not in progress
+    assert section(document, "Next Steps").startswith(
+        "- [ ] Fix the failing `npm run build | tee b.log`:"
+    )
+
+
+def test_a_placeholder_in_next_steps_seeds_no_todo():
+    from sessions import todos
+
+    document = (
+        "## Progress\n\n- [x] Wrote it.\n\n## Next Steps\n\n- Nothing recorded in this session."
+    )
+    assert todos.from_document(document) == []
+    assert [t.text for t in todos.from_document("## Next Steps\n\n- [ ] None\n- [ ] Ship it")] == [
+        "Ship it"
+    ]

@@ -14,6 +14,7 @@ from .. import todos
 from ..content import block_texts
 from ..context import BRANCH_SUMMARY_PREFIX, COMPACTION_PREFIX
 from ..items import ERROR, Piece
+from ..ledger import FAILURE
 
 TOOL_RESULT = re.compile(r"^\[Tool result: ([^\]\n,]*)(, error)?\]: ", re.DOTALL)
 TOOL_CALL = re.compile(r'^\[Assistant tool call\]: (\w+)\((?:\w+=)?("(?:[^"\\]|\\.)*")?')
@@ -90,7 +91,7 @@ def _read_user(reading: Reading, text: str) -> None:
             reading.runs.append(Run(command, not failed and not _failed(output), output, at))
     elif ran := RAN.match(text):
         command, output = ran["command"], ran["output"]
-        failed = ran["code"] not in (None, "0")
+        failed = ran["code"] not in (None, "0") or _failed(output)
         reading.pieces += [
             Piece(command, "bash_command", at),
             Piece(output, "tool_result", at, failed),
@@ -107,9 +108,11 @@ def _read_user(reading: Reading, text: str) -> None:
 
 
 def _failed(output: str) -> bool:
-    """Output that says its command failed, though the result was not marked an error."""
+    """Output that says its command failed, though the result was not marked an error: an exit
+    code, or failure text (a compiler's error code, `npm ERR!`, a traceback) that a pipe kept
+    from the exit code."""
     code = EXIT_CODE.search(output)
-    return bool(code and code.group(1) != "0")
+    return bool(code and code.group(1) != "0") or FAILURE.search(output) is not None
 
 
 def _summary_in(text: str) -> str:

@@ -23,7 +23,8 @@ SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
 FOCUS = re.compile(r"^Additional focus:\s*(.+)$", re.MULTILINE)
 SECTION = re.compile(r"^##\s+(.+?)\s*#*\s*$", re.MULTILINE)
 CONSTRAINT_WORDS = ("must", "should", "don't", "do not", "never", "always", "prefer", "avoid",
-                    "only", "keep ", "不要", "必须")  # fmt: skip
+                    "only", "keep ", ", not ", "after each", "every time", "each time",
+                    "instead of", "不要", "必须")  # fmt: skip
 DONE = re.compile(
     r"\b(?:done|passes|passing|passed|fixed|added|replaced|updated|renamed|merged|pushed|"
     r"tagged|released|deployed|committed|works now|is in|are in)\b",
@@ -34,6 +35,9 @@ LISTED_FROM = SALIENT - 1.0  # items listed in Critical Context: the salient, an
 MAX_LISTED = 80
 MIN_LISTED = 20
 DIRECTION_WORDS = 5  # a request shorter than this answers, it does not set a direction
+RULE_WORDS = 3  # a constraint shorter than this is a fragment
+PLACEHOLDER = "Nothing recorded in this session."
+TASKS = {"progress": "- [x] ", "next": "- [ ] "}  # sections written as task lists
 
 
 def write_document(sections: list[str], reading: Reading, request: str, cwd: str = "") -> str:
@@ -51,9 +55,8 @@ def write_document(sections: list[str], reading: Reading, request: str, cwd: str
     for name in sections:
         key = next((k for k in SECTION_KEYS if k in name.lower()), None)
         lines = [line for line in (writers[key]() if key else []) if line.strip()]
-        if not lines:
-            lines = ["Nothing recorded in this session."]
-        parts.append(f"## {name}\n\n" + "\n".join(_bullet(line) for line in lines))
+        bullets = [_bullet(line, TASKS.get(key or "", "- ")) for line in lines]
+        parts.append(f"## {name}\n\n" + "\n".join(bullets or [f"- {PLACEHOLDER}"]))
     return "\n\n".join(parts)
 
 
@@ -73,19 +76,22 @@ class State:
         self.failure = _latest_failure(reading.runs)
 
     def goal(self) -> list[str]:
+        """The objective: the focus first when one is given, then the request that set the
+        session's direction (an earlier summary's goal, when one was kept), then the latest
+        request that refined it."""
         focus = FOCUS.search(self.request)
-        if focus:
-            lead = focus.group(1).strip()
-        else:
-            lead = _direction(self.directions[-1].text) if self.directions else ""
         first = _direction(self.directions[0].text) if self.directions else ""
-        return _unique([lead, *self.kept["goal"][:2], first])
+        latest = _direction(self.directions[-1].text) if self.directions else ""
+        lead = [focus.group(1).strip()] if focus else []
+        refined = [f"Most recently: {latest}"] if latest and latest != first else []
+        return _unique([*lead, *self.kept["goal"][:2], first, *refined])
 
     def constraints(self) -> list[str]:
-        requests = [said.text for said in self.reading.requests]
-        return _unique(
-            self.kept["constraint"] + _matching(_sentences_of(requests), CONSTRAINT_WORDS)
-        )[:16]
+        """The rules the user stated ("e2e tests only", "never touch …"): not their questions,
+        nor fragments too short to be a rule."""
+        said = _sentences_of([said.text for said in self.reading.requests])
+        rules = [s for s in said if not s.endswith("?") and len(s.split()) >= RULE_WORDS]
+        return _unique(self.kept["constraint"] + [s[:300] for s in rules if _rule(s)])[:16]
 
     def progress(self) -> list[str]:
         replies = [said.text for said in self.reading.replies if said.at > self.since]
@@ -135,11 +141,23 @@ def _direction(text: str) -> str:
     sentences = [
         s
         for s in _sentences(text.replace("*", ""))
-        if not _acknowledges(s) and not DECISION.search(s)
+        if not _acknowledges(s) and not DECISION.search(s) and not _rule(s, RULE_ONLY)
     ]
     if sum(len(s.split()) for s in sentences) < DIRECTION_WORDS:
         return ""
-    return next((s[:300] for s in sentences if not s.endswith("?")), sentences[0][:300])
+    return next((s[:300] for s in sentences if not s.endswith(("?", "？"))), "")
+
+
+def _rule(sentence: str, words: tuple[str, ...] = CONSTRAINT_WORDS) -> bool:
+    """A sentence that states a rule (a constraint or preference)."""
+    lowered = f" {sentence.lower()} "
+    return any(word in lowered for word in words)
+
+
+# What makes a sentence a rule rather than a direction ("Port it to streaming, keep the API"
+# sets one): a stronger word than `keep` or `should`.
+RULE_ONLY = ("must", "don't", "do not", "never", "always", " only", ", not ", "after each",
+             "every time", "each time", "instead of", "不要", "必须")  # fmt: skip
 
 
 def _acknowledges(sentence: str) -> bool:
@@ -218,14 +236,18 @@ def _kept_sections(summaries: list[str]) -> dict[str, list[str]]:
 
 def _is_content(line: str) -> bool:
     text = line.strip().lstrip("-*0123456789.[]x ").strip()
-    return bool(text) and not text.startswith("###") and text != "Nothing recorded in this session."
+    return bool(text) and not text.startswith("###") and text != PLACEHOLDER
 
 
-def _bullet(line: str) -> str:
+def _bullet(line: str, mark: str = "- ") -> str:
+    """A line as an item of its section: a task (`mark` "- [x] " or "- [ ] ") unless it says
+    what failed, which is neither done nor a step."""
     line = line.strip()
-    if line.startswith(("- ", "* ", "### ")) or re.match(r"^\d+\. ", line):
+    if line.startswith(("- [", "### ")) or re.match(r"^\d+\. ", line):
         return line
-    return f"- {line}"
+    text = line[2:] if line.startswith(("- ", "* ")) else line
+    failed = mark == "- [x] " and ("it failed" in text or text.startswith("Latest failure"))
+    return f"{'- ' if failed else mark}{text}"
 
 
 def _sentences_of(texts: list[str]) -> list[str]:
