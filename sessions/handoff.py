@@ -14,10 +14,11 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
-from . import todos
+from . import checklists, todos
 from .content import text_of
-from .coverage import KIND_LABELS, Item
+from .coverage import ADDENDUM_HEADING, KIND_LABELS
 from .models import ChatSession, Entry
+from .salience import Item
 
 SECTIONS = (
     "Goal",
@@ -103,7 +104,6 @@ def notes_intro(notes: str, parts: int, model_label: str) -> str:
     )
 
 
-ADDENDUM_HEADING = "Also carried over"
 ADDENDUM_NOTE = (
     "*Added by agentweb, not by the model: salient items of the previous session that the "
     "document above does not mention.*"
@@ -242,7 +242,7 @@ def new_session(
             "data": data,
         }
     ]
-    if seeded := todos.from_document(unwrap(content)):
+    if seeded := checklists.from_document(unwrap(content)):
         seed.append(todos.entry_fields(seeded, "handoff"))
     return old.hand_off(from_entry=from_entry, seed=seed, generation_id=generation_id)
 

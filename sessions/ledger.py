@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from . import shapes
@@ -270,6 +270,20 @@ def _shell_files(ledger: Ledger, at: int, command: str, failed: bool) -> None:
     elif words[0] == "touch":
         for path in paths:
             ledger.files.setdefault(path, FileState(path, "created", at))
+
+
+def gone(commands: Iterable[str]) -> dict[str, str]:
+    """The files that shell commands which succeeded deleted or renamed (`rm`, `mv`, `git rm`,
+    `git mv`), by path: what became of each."""
+    work = Ledger()
+    for at, command in enumerate(commands):
+        for part in SEPARATORS.split(" ".join(command.split())):
+            _shell_files(work, at, part, failed=False)
+    return {
+        path: "deleted later" if state.state == "deleted" else f"renamed to {state.renamed_to}"
+        for path, state in work.files.items()
+        if state.state in ("deleted", "renamed")
+    }
 
 
 def _shipped(ledger: Ledger, at: int, command: str, output: str, failed: bool) -> None:

@@ -121,7 +121,8 @@ def recall(session: ChatSession, query: str, only: int | None = None) -> list[Re
     for entry, term in best(entries, search.terms_of(words))[: settings.AGENTWEB_RECALL_ENTRIES]:
         if budget <= 0:
             break
-        text = search.snippet(entry.search_text, term).plain[:budget]
+        whole = search.find_folded(" ".join(entry.search_text.split()), words)[0] >= 0
+        text = search.snippet(entry.search_text, words if whole else term).plain[:budget]
         budget -= len(text)
         at = entry.created_at.strftime("%Y-%m-%d %H:%M UTC")
         found.append(Recalled(entry.session_id, entry.pk, entry.role or entry.kind, at, text))
@@ -153,7 +154,7 @@ def best(entries: QuerySet[Entry], terms: search.Terms) -> list[tuple[Entry, str
         text = search.folded(entry.search_text)
         holds = [term for term in weights if weights[term] and search.holds(text, term)]
         if holds:
-            rarest = max(holds, key=lambda term: weights[term])
+            rarest = max(holds, key=lambda term: (weights[term], len(term)))
             score = sum(weights[term] for term in holds)
             scored.append((-score, -entry.created_at.timestamp(), -entry.pk, entry, rarest))
     scored.sort(key=lambda row: row[:3])

@@ -196,7 +196,10 @@ def test_the_panel_lists_exactly_the_salient_items_its_figure_counts_as_not_carr
     new = hand_off(old, "## Critical Context\n- src/parser.py raises ValueError: bad header")
     html = signed_in.get(reverse("chat:compare", args=[new.pk, old.pk])).content.decode()
     assert "<strong>2 of 4</strong> salient items" in html
-    assert '<strong class="not-carried-count">2 salient items not carried</strong>' in html
+    assert (
+        '<strong class="not-carried-count">2 salient items not carried by the model</strong>'
+        in html
+    )
     missing = html.split('<details class="coverage-missing">')[1].split("</details>")[0]
     assert re.findall(r"<code>([^<]*)</code>", missing) == [
         "KeyError: &#x27;token&#x27;",

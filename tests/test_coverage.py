@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from sessions.coverage import coverage, items_of
+from sessions.coverage import coverage
 from sessions.items import concrete, extract, normalise
 from sessions.models import Entry
+from sessions.salience import items_of
 
 
 def said(role: str, text: str, purpose: str = "") -> Entry:
@@ -305,3 +306,15 @@ def test_an_item_made_only_of_common_words_counts_as_carried_when_it_is_written_
     carried = coverage([decision], "## Key Decisions\n- We decided to go with what we have.")
     assert carried.carried == 1
     assert coverage([decision], "## Key Decisions\n- Nothing yet.").carried == 0
+
+
+def test_what_agentweb_appended_counts_as_appended_never_as_carried_by_the_model():
+    document = (
+        "## Goal\nStream the importer.\n\n## Work ledger\n(written by agentweb)\n\n"
+        "- `src/agentweb/importer.py`: edited (verified)"
+    )
+    report = coverage(TRANSCRIPT, document)
+    importer = next(item for item in report.items if item.text == "src/agentweb/importer.py")
+    assert (importer.carried, importer.appended) == (False, True)
+    alone = coverage(TRANSCRIPT, "## Goal\nStream the importer.")
+    assert report.score == alone.score

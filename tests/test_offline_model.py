@@ -183,12 +183,12 @@ def test_a_build_whose_pipe_hid_the_failure_is_reported_as_failed():
 
 
 def test_a_placeholder_in_next_steps_seeds_no_todo():
-    from sessions import todos
+    from sessions import checklists
 
     document = (
         "## Progress\n\n- [x] Wrote it.\n\n## Next Steps\n\n- Nothing recorded in this session."
     )
-    assert todos.from_document(document) == []
-    assert [t.text for t in todos.from_document("## Next Steps\n\n- [ ] None\n- [ ] Ship it")] == [
-        "Ship it"
-    ]
+    assert checklists.from_document(document) == []
+    assert [
+        t.text for t in checklists.from_document("## Next Steps\n\n- [ ] None\n- [ ] Ship it")
+    ] == ["Ship it"]

@@ -13,7 +13,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from sessions import generation, handoff, session_file, store, todos
+from sessions import checklists, generation, handoff, session_file, store, todos
 from sessions.agent.tools import record_result
 from sessions.forms import TodoEditForm
 from sessions.models import ChatSession, Entry
@@ -575,14 +575,14 @@ def test_a_bad_panel_post_changes_nothing_and_says_why(client, owner, other_user
 
 # --- reading lists -----------------------------------------------------------------------
 def test_a_handoff_documents_open_work_becomes_the_list():
-    assert todos.from_document(DOCUMENT) == [
+    assert checklists.from_document(DOCUMENT) == [
         Todo("Rewriting `src/parser.py` with tomllib", "in_progress"),
         Todo("Benchmarks for the 2 MB file"),
         Todo("Update the changelog"),
         Todo("Finish the tomllib rewrite"),
         Todo("Run `pytest -q tests/test_parser.py`"),
     ]
-    assert todos.from_document("## Goal\nNothing.\n\n## Next Steps\nNone yet.") == []
+    assert checklists.from_document("## Goal\nNothing.\n\n## Next Steps\nNone yet.") == []
 
 
 def test_the_tool_input_is_checked_item_by_item():

@@ -13,7 +13,7 @@ import re
 import pytest
 
 from bench.make_session import generate
-from sessions import context, generation, handoff, session_file, store, window
+from sessions import context, generation, handoff, ledger, session_file, store, window
 from sessions.context import Part
 from sessions.models import ChatSession, Entry
 from sessions.providers import catalog
@@ -126,6 +126,8 @@ async def test_a_handoff_of_twice_the_window_succeeds_and_every_request_is_under
     session = await db_async(long_session)(owner)
     whole = [{"role": m["role"], "content": m["content"]} for m in await db_async(store.session_context)(session)]  # fmt: skip
     assert count_tokens({"messages": whole}) > 2 * 6_000
+    work = await db_async(lambda: ledger.section(ledger.ledger_of(store.get_branch(session))))()
+    assert work.startswith("## Work ledger")  # the session's tool work goes with the request
     _, tab = await open_tab(owner, session)
     await tab.send(message="/handoff")
     html = await tab.until("data-url=", timeout=60)
@@ -140,7 +142,7 @@ async def test_a_handoff_of_twice_the_window_succeeds_and_every_request_is_under
     first = final["messages"][0]["content"][0]["text"]
     assert first.startswith("This conversation is longer than Fake Claude's context window")
     assert f"<notes>\n### Part 1 of {len(notes_requests)}\n\n{NOTES}" in first
-    assert last_text(final) == handoff.build_prompt()
+    assert last_text(final) == handoff.build_prompt(ledger=work)
 
     notes = await db_async(lambda: list(Entry.objects.filter(session=session, custom_type="handoff_notes").order_by("id")))()  # fmt: skip
     assert [(n.data["part"], n.text) for n in notes] == [

@@ -20,10 +20,10 @@ from channels.db import database_sync_to_async
 
 from .. import context, coverage, handoff, ledger, store, todos, window
 from ..context import ASSISTANT, USER
-from ..coverage import Item
 from ..handoff import StructureReport
 from ..models import ChatSession, Entry, Preferences
 from ..providers import Provider, ProviderError
+from ..salience import Item
 from ..tokens import estimate_tokens
 from .handoff_notes import Notes
 from .streamer import Prepared, Streamer

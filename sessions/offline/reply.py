@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .. import todos
+from .. import checklists, todos
 from ..content import block_texts
 from ..items import extract
 from ..providers import ToolCall
@@ -75,7 +75,7 @@ def todo_call(messages: list[dict[str, Any]]) -> ToolCall | None:
     if not messages or messages[-1]["role"] != "user":
         return None
     typed = [text for text in block_texts(messages[-1].get("content", "")) if not _agentwebs(text)]
-    if not todos.from_text("\n".join(typed)):
+    if not checklists.from_text("\n".join(typed)):
         return None  # the user's own words name no item: the list stays as it is
     written: list[todos.Todo] = []
     for message in messages:
@@ -83,11 +83,11 @@ def todo_call(messages: list[dict[str, Any]]) -> ToolCall | None:
             continue
         for text in block_texts(message.get("content", "")):
             if "<handoff-context>" in text:
-                written = todos.merged(written, todos.from_document(text))
+                written = checklists.merged(written, checklists.from_document(text))
             elif todos.is_note(text):  # the user's edit is the whole list, in their order
-                written = todos.from_text(text)
+                written = checklists.from_text(text)
             elif not todos.is_reminder(text):
-                written = todos.merged(written, todos.from_text(text))
+                written = checklists.merged(written, checklists.from_text(text))
     call_id = f"toolu_offline_{len(messages)}"
     return ToolCall(call_id, todos.TOOL_NAME, {"todos": todos.as_dicts(written)})
 

@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .. import todos
-from ..coverage import SALIENT, rank_pieces
 from ..items import ACKNOWLEDGED, DECISION, KIND_LABELS, STOPWORDS, normalise
+from ..ledger import gone
+from ..salience import SALIENT, rank_pieces
 from .reading import Reading, Run
 
 SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
@@ -66,7 +67,9 @@ class State:
     def __init__(self, reading: Reading, request: str, cwd: str) -> None:
         self.reading = reading
         self.request = request
-        self.items = rank_pieces(reading.pieces, cwd)
+        done = (run.command for run in reading.runs if run.ok)
+        ranked = rank_pieces(reading.pieces, cwd, gone(done))
+        self.items = [item for item in ranked if not item.superseded]  # no longer current
         self.kept = _kept_sections([summary.text for summary in reading.summaries])
         latest = reading.summaries[-1].at if reading.summaries else -1
         self.directions = [said for said in reading.requests if _direction(said.text)]

@@ -17,10 +17,11 @@ from django.utils.translation import get_language
 
 from .. import handoff, transcript, usage
 from ..context import mentioned
-from ..coverage import Coverage, Item
+from ..coverage import Coverage
 from ..models import Entry
 from ..providers import label_for
 from ..rendering import render_markdown, replace_in_text
+from ..salience import Item
 from ..search import Snippet
 from ..tokens import Usage
 
