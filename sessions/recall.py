@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from django.conf import settings
 from django.db.models import QuerySet
 
-from . import mentions, search
+from . import mentions, salience, search
 from .models import ChatSession, Entry, Preferences
 
 MAX_LINEAGE = 50  # sessions walked back at most (a chain of handoffs and forks)
@@ -31,9 +31,12 @@ class Recalled:
     role: str
     at: str
     text: str
+    revised_by: int | None = None  # a later message of the user's that turned it down
 
     def line(self) -> str:
-        return f"[session {self.session}, entry {self.entry}, {self.role}, {self.at}] {self.text}"
+        later = f" (later revised: entry {self.revised_by})" if self.revised_by else ""
+        where = f"session {self.session}, entry {self.entry}, {self.role}, {self.at}"
+        return f"[{where}] {self.text}{later}"
 
 
 class RecallRefused(ValueError):
@@ -125,7 +128,8 @@ def recall(session: ChatSession, query: str, only: int | None = None) -> list[Re
         text = search.snippet(entry.search_text, words if whole else term).plain[:budget]
         budget -= len(text)
         at = entry.created_at.strftime("%Y-%m-%d %H:%M UTC")
-        found.append(Recalled(entry.session_id, entry.pk, entry.role or entry.kind, at, text))
+        role = entry.role or entry.kind
+        found.append(Recalled(entry.session_id, entry.pk, role, at, text, revised_by(entry)))
     return found
 
 
@@ -173,6 +177,22 @@ def _each(terms: search.Terms) -> list[str]:
 def _alone(term: str) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
     parts = tuple(term.split(" "))
     return (parts, ()) if len(parts) == 1 else ((), (parts,))
+
+
+REVISION_REACH = 20  # the user's messages after an entry looked at for one that turns it down
+
+
+def revised_by(entry: Entry) -> int | None:
+    """The user's later message in the entry's session (one of the next REVISION_REACH) that
+    turns down what it says ("no, don't…", "why would we…", sharing its words), or None."""
+    said = salience.content_words(entry.search_text)
+    later = Entry.objects.filter(
+        session_id=entry.session_id, pk__gt=entry.pk, kind=Entry.Kind.MESSAGE, role=Entry.Role.USER
+    )
+    for pk, text in later.order_by("pk").values_list("pk", "search_text")[:REVISION_REACH]:
+        if salience.REJECTION.search(text) and said & salience.content_words(text):
+            return int(pk)
+    return None
 
 
 def _named(sessions: list[int]) -> str:

@@ -218,7 +218,7 @@ class _Tally:
         shares a word with it (or, sharing none, one of the last few entries) is superseded."""
         if not REJECTION.search(text):
             return
-        said = _content_words(text)
+        said = content_words(text)
         decisions = [
             item
             for item in self.found.values()
@@ -226,7 +226,7 @@ class _Tally:
         ]
         decisions.sort(key=lambda item: -item.last_position)
         for item in decisions:
-            shared = said & _content_words(item.text)
+            shared = said & content_words(item.text)
             if shared or position - item.last_position <= REJECTION_REACH and not said:
                 item.superseded = f"rejected later (entry {position + 1:,})"
                 return
@@ -247,7 +247,7 @@ def _normalised(text: str) -> str:
     return normalise(text)
 
 
-def _content_words(text: str) -> set[str]:
+def content_words(text: str) -> set[str]:
     return {w for w in normalise(text).split() if w not in STOPWORDS and len(w) > 3}
 
 

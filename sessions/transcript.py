@@ -160,7 +160,7 @@ def _recalled(result: Entry) -> list[Block]:
     and an entry: a file may hold anything)."""
     hits = part(result.data, "message", "details", "recall").get("entries")
     return [
-        hit
+        {**hit, "revised_by": an_id(hit.get("revised_by"))}
         for hit in (hits if isinstance(hits, list) else [])
         if isinstance(hit, dict) and an_id(hit.get("session")) and an_id(hit.get("entry"))
     ]

@@ -260,3 +260,17 @@ def test_the_recall_card_says_when_it_read_all_the_owners_sessions(owner, client
     page = client.get(f"/sessions/{session.pk}/").content.decode()
     assert "Recalled from all your sessions (your preference)." in page
     assert f"Session {source.pk}, entry" in page
+
+
+@pytest.mark.django_db
+def test_an_entry_the_user_turned_down_later_is_marked_revised_with_a_link(owner, client):
+    new, (idea, no) = said_in_parent(
+        owner,
+        "Plan: use queueMessage for the follow-ups, then appendMessage at the end.",
+        "No, don't queue: why would we queue and then append? Append directly.",
+    )
+    found = look_up({"query": "queueMessage follow-ups"}, new)
+    assert f"entry {idea}, user, " in found.text
+    assert f"(later revised: entry {no})" in found.text
+    hits = {hit["entry"]: hit for hit in found.details["recall"]["entries"]}
+    assert hits[idea]["revised_by"] == no
