@@ -70,7 +70,7 @@ def test_a_2_mb_session_imports_hands_off_without_a_key_and_compares(
     expect(page).not_to_have_url(old_url)
     expect(page.get_by_text("New session started with handoff context").first).to_be_visible()
     expect(page.locator(".handoff-coverage")).to_contain_text(
-        re.compile(r"Salient items of the previous session carried: (\d+) of \1")
+        re.compile(r"Salient items of the previous session the model carried: (\d+) of \1")
     )
     expect(page.locator(".entry--handoff .markdown")).to_contain_text(
         "src/limiter/slidingWindow.ts"
@@ -85,7 +85,7 @@ def test_a_2_mb_session_imports_hands_off_without_a_key_and_compares(
     expect(page.locator("#column-old .handoff-focus")).to_contain_text("Handoff document")
     # The panel's figure is the one the switch recorded, and the list agrees with it.
     figures = re.findall(r"(\d+) of (\d+) \((\d+)% weighted\)", recorded)
-    carried, salient, score = figures[-1]  # after what agentweb added, if it added any
+    carried, salient, score = figures[-1]  # the model's own text: what agentweb added apart
     expect(coverage.locator(".coverage-score")).to_contain_text(
         f"{score}% salience-weighted coverage · {carried} of {salient} salient items of #"
     )
