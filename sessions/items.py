@@ -59,6 +59,9 @@ NUMBER = re.compile(
     r"|\b\d{1,3}(?:_\d{3})+\b"  # an underscored literal: 500_000
     r"|(?<![\d:])\b(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?:\s?[ap]m\b)?(?![\d:])"  # a time
 )
+# A colour the user dictates: #2E3440 (six digits), or #fa0 (three, one a letter: #481 is an
+# issue's number).
+COLOUR = re.compile(r"#(?:[0-9a-fA-F]{6}|(?=[0-9]*[a-fA-F])[0-9a-fA-F]{3})(?![\w-])")
 DECISION = re.compile(
     r"\b(?:decided|decision|we'll use|we will use|let's use|going with|chose|agreed|"
     r"instead of|settled on)\b",
@@ -138,6 +141,7 @@ SPANNING = re.compile(
             ("identifier", r"\b(?=[v\d])", VERSION),
             ("identifier_", r"\b(?=[A-Za-z_])(?=[a-z0-9]*+[._(A-Z])", IDENTIFIER),
             ("number", r"\b(?=\d)", NUMBER),
+            ("number_", r"(?<![\w&#])(?=#)", COLOUR),
         )
     )
 )

@@ -318,3 +318,9 @@ def test_what_agentweb_appended_counts_as_appended_never_as_carried_by_the_model
     assert (importer.carried, importer.appended) == (False, True)
     alone = coverage(TRANSCRIPT, "## Goal\nStream the importer.")
     assert report.score == alone.score
+
+
+def test_a_colour_is_an_item_and_an_issue_number_is_not():
+    items = kinds(extract(["Use #2E3440 and #fa0, as issue #481 asked (see #123)."]))
+    assert {("number", "#2E3440"), ("number", "#fa0")} <= items
+    assert not [text for _, text in items if text in ("#481", "#123")]

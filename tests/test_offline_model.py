@@ -192,3 +192,16 @@ def test_a_placeholder_in_next_steps_seeds_no_todo():
     assert [
         t.text for t in checklists.from_document("## Next Steps\n\n- [ ] None\n- [ ] Ship it")
     ] == ["Ship it"]
+
+
+def test_dictated_colours_are_items_and_a_tools_echo_is_no_progress():
+    history = [
+        {"role": "user", "content": "Theme it: #2E3440 for the background, #88C0D0 for accents."},
+        {"role": "assistant", "content": '[Assistant tool call]: todo_write(todos=[{"content": "x"}])'},
+        {"role": "user", "content": "[Tool result: todo_write]: Todo list updated."},
+        {"role": "assistant", "content": "Todo list updated."},
+    ]  # fmt: skip
+    document = respond([*history, {"role": "user", "content": handoff.build_prompt()}])
+    assert "`#2E3440`" in section(document, "Critical Context")
+    assert "`#88C0D0`" in section(document, "Critical Context")
+    assert "Todo list updated" not in section(document, "Progress")

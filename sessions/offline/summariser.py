@@ -98,7 +98,17 @@ class State:
 
     def progress(self) -> list[str]:
         replies = [said.text for said in self.reading.replies if said.at > self.since]
-        done = [s for s in _sentences_of(replies) if DONE.search(s) and not s.endswith("?")]
+        echoes = {
+            normalise(line)
+            for piece in self.reading.pieces
+            if piece.source == "tool_result"
+            for line in piece.text.splitlines()[:5]
+        }
+        done = [
+            s
+            for s in _sentences_of(replies)
+            if DONE.search(s) and not s.endswith("?") and normalise(s) not in echoes
+        ]  # a tool's own words said again ("Todo list updated.") are no progress
         return _unique(
             self.kept["progress"][:12]
             + todos.in_handoff_request(self.request)
