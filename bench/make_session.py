@@ -388,8 +388,11 @@ def _episode(w: Writer, rng: random.Random, n: int, total: int) -> str:
     return first
 
 
-def generate(*, version: int = 3, seed: int = 7, episodes: int = 140) -> list[str]:
-    """The session file's lines (without newlines): at least 1,000 entries and 2 MB by default."""
+def generate(
+    *, version: int = 3, seed: int = 7, episodes: int = 140, realistic: bool = False
+) -> list[str]:
+    """The session file's lines (without newlines): at least 1,000 entries and 2 MB by default.
+    `realistic`: with the material real sessions hold near their end (`_realistic`)."""
     rng = random.Random(seed)
     w = Writer(version=version, rng=rng)
     w.header()
@@ -431,6 +434,8 @@ def generate(*, version: int = 3, seed: int = 7, episodes: int = 140) -> list[st
             w.context_chars = len(_summary(rng, 0)) + sum(
                 len(json.dumps(line, ensure_ascii=False)) for line in w.lines[kept_index:]
             )
+    if realistic:
+        _realistic(w, rng)
     w.user("Before we go on: run scripts/load-test.sh and tell me if p95 is still under 120 ms.")
     _end_state(w, rng)
     return [json.dumps(line, ensure_ascii=False) for line in w.lines]
@@ -460,6 +465,53 @@ def _end_state(w: Writer, rng: random.Random) -> None:
     _run_shell(w, rng, release)
 
 
+# What `_realistic` plants, as the continuation bench asks for it.
+DASHBOARD = ("#2E3440", "#88C0D0", "250 ms")  # values the user dictates, once
+REJECTED = "We decided to use queueMessage instead of appendMessage for the retry notices."
+ADOPTED = "use appendMessage directly"
+DELETED = "src/limiter/main-new.ts"
+PIPED_BUILD = "npm run build 2>&1 | tee build.log"
+PIPED_ERROR = "error TS2305"
+FIXED = "npm run lint"
+
+
+def _realistic(w: Writer, rng: random.Random) -> None:
+    """What real sessions hold and a handoff gets wrong: values the user dictates once, a
+    decision they turn down, a file written and deleted again, a build whose failure a pipe
+    hides (its result not marked an error), and a failure fixed by a later run."""
+    w.user(
+        "For the limiter dashboard use #2E3440 for the background and #88C0D0 for the accent "
+        "lines; the alert threshold is 250 ms."
+    )
+    w.assistant([{"type": "text", "text": REJECTED}])
+    w.user("why would we queue and then append? Just use appendMessage directly.")
+    w.assistant([{"type": "text", "text": f"Right: we'll {ADOPTED} for the retry notices, "
+                  "no queue."}])  # fmt: skip
+    call = f"toolu_{rng.getrandbits(48):012x}"
+    w.assistant(
+        [{"type": "toolCall", "id": call, "name": "write",
+          "arguments": {"path": DELETED, "content": "export const draft = true;\n"}}],
+        stop="toolUse",
+    )  # fmt: skip
+    w.tool_result(call, "write", f"Successfully wrote 27 bytes to {DELETED}")
+    build = (
+        "> gateway@2.3.1 build\n> tsc -p tsconfig.json\n\n"
+        "src/limiter/notices.ts(3,10): error TS2305: Module '\"./queue\"' has no exported member "
+        "'queueMessage'.\n\nFound 1 error in src/limiter/notices.ts:3"
+    )
+    _run_shell(
+        w,
+        rng,
+        [
+            (f"rm {DELETED}", "", False),
+            (PIPED_BUILD, build, False),  # exit code 0: tee's
+            (FIXED, "src/limiter/notices.ts\n  3:10  error  'queue' is defined but never used\n"
+             "\n✖ 1 problem (1 error, 0 warnings)", True),
+            (FIXED, "", False),
+        ],
+    )  # fmt: skip
+
+
 def _run_shell(w: Writer, rng: random.Random, runs: list[tuple[str, str, bool]]) -> None:
     """Each command as the assistant's bash tool call, and its output as the result."""
     for command, output, failed in runs:
@@ -476,8 +528,11 @@ def main() -> None:
     parser.add_argument("--version", type=int, choices=(1, 3), default=3)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--episodes", type=int, default=140)
+    parser.add_argument("--realistic", action="store_true", help="plant `_realistic`'s material")
     args = parser.parse_args()
-    lines = generate(version=args.version, seed=args.seed, episodes=args.episodes)
+    lines = generate(
+        version=args.version, seed=args.seed, episodes=args.episodes, realistic=args.realistic
+    )
     sys.stdout.write("\n".join(lines) + "\n")
 
 

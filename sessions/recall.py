@@ -118,7 +118,10 @@ def recall(session: ChatSession, query: str, only: int | None = None) -> list[Re
                 f"{_named(sessions)}."
             )
         sessions = [only]
-    entries = Entry.objects.filter(session_id__in=sessions)
+    # Not agentweb's own handoff requests: boilerplate, and the work ledger already written out.
+    entries = Entry.objects.filter(session_id__in=sessions).exclude(
+        role=Entry.Role.USER, data__has_key="purpose", data__purpose="handoff"
+    )
     found: list[Recalled] = []
     budget = settings.AGENTWEB_RECALL_CHARS
     for entry, term in best(entries, search.terms_of(words))[: settings.AGENTWEB_RECALL_ENTRIES]:

@@ -124,6 +124,14 @@ def test_the_coverage_bench_times_the_report():
 
 
 @sqlite_pass_only
+def test_the_continuation_bench_scores_each_kind_of_probe_against_its_target():
+    out = bench("bench/continuation.py", "--episodes", "20")
+    assert "22 probes; superseded decisions carried as current: 0 (target 0)" in out
+    for kind in ("artifact", "decision", "recall", "continuation"):
+        assert re.search(rf"^  {kind} +\d+ +\d+% +\d+% +\d+%  (met|NOT MET)$", out, re.M), out
+
+
+@sqlite_pass_only
 def test_the_long_session_bench_prints_each_figure_beside_its_target():
     out = bench("bench/long_session.py", "--runs", "1")
     assert out.count("target ≤") == 5

@@ -274,3 +274,17 @@ def test_an_entry_the_user_turned_down_later_is_marked_revised_with_a_link(owner
     assert f"(later revised: entry {no})" in found.text
     hits = {hit["entry"]: hit for hit in found.details["recall"]["entries"]}
     assert hits[idea]["revised_by"] == no
+
+
+@pytest.mark.django_db
+def test_agentweb_own_handoff_requests_are_not_recalled(owner):
+    old = make_session(owner, exchanges=1)
+    request = old.append_message(
+        "user",
+        [{"type": "text", "text": "Write the document. <ledger>zanzibar</ledger>"}],
+        data={"purpose": "handoff"},
+    )
+    said = old.append_message("user", [{"type": "text", "text": "The zanzibar key is K-77."}])
+    forked = old.fork(old.leaf_id)
+    assert recalled(forked, "zanzibar") == [said.pk]
+    assert request.pk not in recalled(forked, "zanzibar")
