@@ -211,7 +211,8 @@ class SessionConsumer(LeanConsumer):
         await self.send(text_data=partials.help_notice(list(commands.REGISTRY.values()), prompts))
 
     async def hand_off(self, parsed: commands.CommandCall) -> None:
-        started = await generation.start_handoff(self.session, parsed.args, render)
+        model, focus = session_commands.handoff_arguments(parsed.args)
+        started = await generation.start_handoff(self.session, focus, render, model)
         if started.refusal:
             raise Refused(started.refusal)
         if started.busy:

@@ -229,10 +229,11 @@ def new_session(
     content: str,
     data: dict[str, Any],
     generation_id: str = "",
+    model: str = "",
 ) -> ChatSession:
-    """The session the old one continues in (`ChatSession.hand_off`, one transaction): its
-    handoff message (H9, H13: `content` is the wrapped document, `data` its records), then
-    the todo list the document's open work seeds (H14)."""
+    """The session the old one continues in (`ChatSession.hand_off`, one transaction), on
+    `model` ("": the old one's): its handoff message (H9, H13: `content` is the wrapped
+    document, `data` its records), then the todo list the document's open work seeds (H14)."""
     seed = [
         {
             "kind": Entry.Kind.CUSTOM_MESSAGE,
@@ -244,7 +245,7 @@ def new_session(
     ]
     if seeded := checklists.from_document(unwrap(content)):
         seed.append(todos.entry_fields(seeded, "handoff"))
-    return old.hand_off(from_entry=from_entry, seed=seed, generation_id=generation_id)
+    return old.hand_off(from_entry=from_entry, seed=seed, generation_id=generation_id, model=model)
 
 
 def unwrap(content: str) -> str:

@@ -73,9 +73,10 @@ class Agent(Protocol):
 
 
 class HandoffRun:
-    def __init__(self, agent: Agent, focus: str = "") -> None:
+    def __init__(self, agent: Agent, focus: str = "", model: str = "") -> None:
         self.agent = agent
         self.focus = focus
+        self.model = model  # the new session's ("": the session's own)
         self.stage = "starting"  # then request, notes, document, continuation, guard, amendment,
         # switch
         self.cancelled = False
@@ -132,6 +133,8 @@ class HandoffRun:
         """The handoff's request, made to fit the model's window (see window.py)."""
         provider = self.agent.provider
         record: dict[str, Any] = {"context_before": context_before}
+        if self.model:  # kept with the document: a reviewed switch goes to it too
+            record["model"] = self.model
         try:
             plan = await window.fit(context.context_parts(branch), prompt_text, provider)
             notes = ""
@@ -244,6 +247,7 @@ async def switch(
     generation's claim moves with it."""
     content = handoff.wrap(document, came_from=session)
     record = reply.data.get("handoff", {})
+    model = record.get("model") if isinstance(record.get("model"), str) else ""
     data = {
         "warnings": handoff.check_structure(document).warnings(),
         "fitted": record.get("fitted", []),
@@ -252,7 +256,12 @@ async def switch(
         "context_tokens_after": estimate_tokens(content),
     }
     return await database_sync_to_async(handoff.new_session)(
-        session, from_entry=reply, content=content, data=data, generation_id=generation_id
+        session,
+        from_entry=reply,
+        content=content,
+        data=data,
+        generation_id=generation_id,
+        model=model,
     )
 
 

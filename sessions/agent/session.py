@@ -200,13 +200,14 @@ class AgentSession:
         return ready.tools
 
     # --- handoff -----------------------------------------------------------
-    async def handoff(self, focus: str = "") -> HandoffResult:
-        """Generate a handoff document and switch to a new session seeded with it only.
+    async def handoff(self, focus: str = "", *, model: str = "") -> HandoffResult:
+        """Generate a handoff document and switch to a new session seeded with it only, on
+        `model` ("": this session's).
 
         Raises NothingToHandOff, HandoffCancelled or HandoffFailed; on success the
         agent is bound to the new session (unless the user reviews first, B14).
         """
-        self.handoff_run = HandoffRun(self, focus)
+        self.handoff_run = HandoffRun(self, focus, model)
         try:
             result = await self.handoff_run.run()
         finally:

@@ -23,7 +23,7 @@ REGISTRY: dict[str, Command] = {
         Command(
             "handoff",
             "Write a handoff document and continue in a new session seeded with it",
-            "[focus instructions]",
+            "[--model <id>] [focus instructions]",
         ),
         Command("thinking", "Set how much Claude thinks before replying", "[off|low|medium|high]"),
         Command("model", "Run this session on another model", "[model]"),

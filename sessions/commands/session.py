@@ -81,15 +81,38 @@ def _thinking(session: ChatSession, level: str) -> Outcome:
     return Outcome(entry=session.change_thinking(level))
 
 
+def model_named(wanted: str) -> str:
+    """The id of the offered model `wanted` names (its id or its label, any case); `Refused`
+    with the list of those offered when it names none."""
+    offered = catalog.offered()
+    chosen = next((m.id for m in offered if wanted.lower() in (m.id.lower(), m.label.lower())), "")
+    if not chosen:
+        names = ", ".join(model.id for model in offered)
+        raise Refused(f"Unknown model “{wanted}”: choose one of {names}.")
+    return chosen
+
+
+def handoff_arguments(args: str) -> tuple[str, str]:
+    """`/handoff [--model <id>] [focus]`: the new session's model ("": the session's own) and
+    the focus."""
+    words = args.split(maxsplit=2)
+    if not words or words[0] != "--model":
+        return "", args.strip()
+    if len(words) < 2:
+        raise Refused(HANDOFF_MODEL)
+    return model_named(words[1]), words[2].strip() if len(words) > 2 else ""
+
+
+HANDOFF_MODEL = "Name the model after --model: /handoff --model <id> [focus]."
+
+
 def _model(session: ChatSession, wanted: str) -> Outcome:
     offered = catalog.offered()
     names = ", ".join(model.id for model in offered)
     if not wanted:
         current = next((m.label for m in offered if m.id == session.model), session.model)
         return Outcome(notice=f"Model: {current}. Change it with /model and one of: {names}.")
-    chosen = next((m.id for m in offered if wanted.lower() in (m.id.lower(), m.label.lower())), "")
-    if not chosen:
-        raise Refused(f"Unknown model “{wanted}”: choose one of {names}.")
+    chosen = model_named(wanted)
     if session.is_generating:
         raise Refused(MODEL_BUSY)
     if chosen == session.model:

@@ -41,14 +41,19 @@ TAKING_BACK: set[asyncio.Future[None]] = set()  # claims of jobs that died, bein
 
 
 async def start(
-    session: ChatSession, kind: str, render: Render, handoff_focus: str | None = None
+    session: ChatSession,
+    kind: str,
+    render: Render,
+    handoff_focus: str | None = None,
+    handoff_model: str = "",
 ) -> bool:
-    """Claim the session and run a job in this process; False if one already runs."""
+    """Claim the session and run a job in this process; False if one already runs.
+    `handoff_model`: the model the handoff's new session runs on ("": the session's own)."""
     generation_id, channel = await _new_generation()
     if not await database_sync_to_async(claim)(session.pk, generation_id, kind, channel):
         return False
     session = await database_sync_to_async(ChatSession.objects.get)(pk=session.pk)
-    _launch(Job(session, generation_id, channel, render), handoff_focus)
+    _launch(Job(session, generation_id, channel, render), handoff_focus, handoff_model)
     return True
 
 
@@ -90,13 +95,16 @@ async def branch_and_reply(
     return ""
 
 
-async def start_handoff(session: ChatSession, focus: str, render: Render) -> Submitted:
+async def start_handoff(
+    session: ChatSession, focus: str, render: Render, model: str = ""
+) -> Submitted:
     """/handoff: a handoff job, unless a cap or a running generation stands in the way. The run
-    itself checks there is something to hand off (H3)."""
+    itself checks there is something to hand off (H3). `model`: the new session's ("": the
+    session's own)."""
     refusal = await database_sync_to_async(over_a_cap)(session, queueing=False)
     if refusal:
         return Submitted(refusal=refusal)
-    if not await start(session, "handoff", render, handoff_focus=focus):
+    if not await start(session, "handoff", render, handoff_focus=focus, handoff_model=model):
         return Submitted(busy=BUSY)
     return Submitted()
 
@@ -231,8 +239,8 @@ async def _new_generation() -> tuple[str, str]:
     return uuid.uuid4().hex, await get_channel_layer().new_channel()
 
 
-def _launch(job: Job, handoff_focus: str | None = None) -> None:
-    task = asyncio.create_task(job.run(handoff_focus))
+def _launch(job: Job, handoff_focus: str | None = None, handoff_model: str = "") -> None:
+    task = asyncio.create_task(job.run(handoff_focus, handoff_model))
     RUNNING[job.generation_id] = task
     task.add_done_callback(functools.partial(_ended, job))
 

@@ -88,7 +88,7 @@ class Job:
     def session_id(self) -> int:
         return self.agent.session_id
 
-    async def run(self, handoff_focus: str | None = None) -> None:
+    async def run(self, handoff_focus: str | None = None, handoff_model: str = "") -> None:
         listener = asyncio.create_task(self.listen())
         heartbeat = asyncio.create_task(self.heartbeat())
         try:
@@ -96,7 +96,8 @@ class Job:
             await self.agent.load(before=self.turn.user if self.turn else None)
             if handoff_focus is not None:
                 await self.relay.notify(ENDED)
-            if handoff_focus is not None and await self.run_handoff(handoff_focus) == "review":
+            asked = handoff_focus is not None
+            if asked and await self.run_handoff(handoff_focus or "", handoff_model) == "review":
                 return  # prompts queued meanwhile wait for the reviewed switch (or its discard)
             await self.take_turns()
         except ChatSession.DoesNotExist:  # deleted for good meanwhile: nothing more to write
@@ -159,11 +160,11 @@ class Job:
                 return  # gone, and its claim with it
         await self.relay.show_status(closing)
 
-    async def run_handoff(self, focus: str) -> str:
+    async def run_handoff(self, focus: str, model: str = "") -> str:
         """Run /handoff and tell the tabs; returns switched, review, cancelled or failed."""
         old_id = self.session_id
         try:
-            result = await self.agent.handoff(focus)
+            result = await self.agent.handoff(focus, model=model)
         except NothingToHandOff as error:
             await self.relay.notify(Notice(str(error), "warning"))
         except HandoffCancelled:

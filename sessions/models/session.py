@@ -296,18 +296,22 @@ class ChatSession(models.Model):
         )
 
     def hand_off(
-        self, *, from_entry: Entry, seed: Sequence[dict[str, Any]], generation_id: str = ""
+        self,
+        *,
+        from_entry: Entry,
+        seed: Sequence[dict[str, Any]],
+        generation_id: str = "",
+        model: str = "",
     ) -> ChatSession:
-        """The session this one continues in, made in one transaction (SPEC B6): its lineage,
-        its seed entries (`seed`: the fields of each, the handoff message first), and the
-        prompts still queued here (B10). A running generation's claim moves with them, so it
-        goes on in the new session."""
+        """The session this one continues in (on `model`, else this one's), in one transaction
+        (SPEC B6): its lineage, its seed entries (`seed`: each one's fields, the handoff message
+        first) and the prompts still queued here (B10). A running generation's claim moves too."""
         with transaction.atomic():
             if not ChatSession.objects.select_for_update().filter(self.kept(), pk=self.pk):
                 raise SessionDeleted(refusals.DELETED_DURING_HANDOFF)
             new = ChatSession.objects.create(
                 owner_id=self.owner_id,
-                model=self.model,
+                model=model or self.model,
                 title=self.title,
                 thinking_level=self.thinking_level,
                 parent_session=self,
@@ -325,12 +329,8 @@ class ChatSession(models.Model):
         return new
 
     def _move_claim(self, new: ChatSession, generation_id: str) -> None:
-        claim = ChatSession.objects.filter(pk=self.pk).values(
-            "generation_kind",
-            "generation_channel",
-            "generation_started_at",
-            "generation_lease_until",
-        )[0]
+        moved = ("generation_kind", "generation_channel", "generation_started_at")
+        claim = ChatSession.objects.filter(pk=self.pk).values(*moved, "generation_lease_until")[0]
         ChatSession.objects.filter(pk=new.pk).update(generation_id=generation_id, **claim)
         ChatSession.objects.filter(pk=self.pk, generation_id=generation_id).update(**UNCLAIMED)
 
