@@ -365,3 +365,27 @@ async def test_claude_reads_the_status_the_user_allows_one_commit_and_denies_ano
         ["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, check=True
     ).stdout
     assert untracked == "?? secrets.env\n"
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_open_question_of_a_generation_whose_job_died_is_closed_as_interrupted(owner):
+    from django.utils import timezone
+
+    from sessions.generation import claims
+
+    def asked_then_died() -> ToolQuestion:
+        session = make_session(owner, exchanges=1)
+        session.__class__.objects.filter(pk=session.pk).update(
+            generation_id="g-dead", generation_lease_until=timezone.now()
+        )
+        asked = ToolQuestion.objects.create(
+            session=session, generation_id="g-dead", call_id="c1", tool="mcp__git__git_commit",
+            server="git", arguments={"message": "x"},
+        )  # fmt: skip
+        assert claims.take_back(session.pk, "g-dead")
+        asked.refresh_from_db()
+        return asked
+
+    asked = await db_async(asked_then_died)()
+    assert (asked.answer, asked.said) == ("interrupted", "Not run: the reply was interrupted")
+    assert asked.answered_at is not None

@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from .. import sign_ins
 from ..agent.handoff_notes import NOTES
-from ..models import ChatSession, Entry
+from ..models import ChatSession, Entry, ToolQuestion
 from ..models.session import UNCLAIMED
 from ..statements import Returning, Update
 
@@ -169,6 +169,7 @@ def record_interruption(session_id: int) -> None:
     """A claim whose process died: the reply it was streaming, kept, and a note that says so."""
     keep_partial(session_id)
     ChatSession(pk=session_id).append_custom("interrupted", INTERRUPTED)
+    ToolQuestion.interrupted(session_id)
 
 
 def keep_partial(session_id: int) -> None:
@@ -206,6 +207,7 @@ def recover_interrupted() -> int:
             "pk", flat=True
         ):
             keep_partial(session_id)
+        ToolQuestion.interrupted()
         return ChatSession.objects.exclude(generation_id="").update(
             generation_lease_until=timezone.now(), generation_channel=""
         )

@@ -13,6 +13,7 @@ from django.utils import timezone
 ASKED = ""  # not answered yet
 ONCE, SESSION, DENY = "once", "session", "deny"  # the user's three buttons
 TIMED_OUT, CANCELLED = "timeout", "cancelled"  # denied by the clock, or by Cancel
+INTERRUPTED = "interrupted"  # its generation's process died: nobody waits for the answer
 ALLOWED = (ONCE, SESSION)
 
 
@@ -45,6 +46,15 @@ class ToolQuestion(models.Model):
         return list(asked.filter(answer=ASKED).order_by("pk"))
 
     @classmethod
+    def interrupted(cls, session_id: int | None = None) -> int:
+        """The open questions of a generation that died (of session `session_id`, or of every
+        session at a single process's start): nobody waits for their answer any more."""
+        open_questions = cls.objects.filter(answer=ASKED)
+        if session_id is not None:
+            open_questions = open_questions.filter(session_id=session_id)
+        return open_questions.update(answer=INTERRUPTED, answered_at=timezone.now())
+
+    @classmethod
     def allowed_for_session(cls, session_id: int, tool: str) -> bool:
         """Whether the user chose "Allow for this session" for this tool in this session."""
         return cls.objects.filter(session_id=session_id, tool=tool, answer=SESSION).exists()
@@ -72,4 +82,5 @@ class ToolQuestion(models.Model):
             DENY: "Denied",
             TIMED_OUT: "Denied: no answer in time",
             CANCELLED: "Denied: the reply was cancelled",
+            INTERRUPTED: "Not run: the reply was interrupted",
         }.get(self.answer, "Waiting for you")
