@@ -93,6 +93,14 @@ class Ledger:
     def __bool__(self) -> bool:
         return bool(self.files or self.runs or self.shipped)
 
+    def gone(self) -> dict[str, str]:
+        """The files the work deleted or renamed, by path: what became of each."""
+        return {
+            path: "deleted later" if state.state == "deleted" else f"renamed to {state.renamed_to}"
+            for path, state in self.files.items()
+            if state.state in ("deleted", "renamed")
+        }
+
     @property
     def last_failure(self) -> Run | None:
         failed = [run for run in self.runs if run.failed]
@@ -279,11 +287,7 @@ def gone(commands: Iterable[str]) -> dict[str, str]:
     for at, command in enumerate(commands):
         for part in SEPARATORS.split(" ".join(command.split())):
             _shell_files(work, at, part, failed=False)
-    return {
-        path: "deleted later" if state.state == "deleted" else f"renamed to {state.renamed_to}"
-        for path, state in work.files.items()
-        if state.state in ("deleted", "renamed")
-    }
+    return work.gone()
 
 
 def _shipped(ledger: Ledger, at: int, command: str, output: str, failed: bool) -> None:

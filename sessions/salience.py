@@ -142,7 +142,7 @@ def items_of(entries: Sequence[ItemsEntry], cwd: str = "") -> list[Item]:
         stored = entry.items if entry.items is not None else entry_items(entry)
         for kind, text, source, error in stored:
             tally.add(kind, text, source, bool(error), position, compacted, entry)
-    return tally.ranked(gone_files(ledger.ledger_of(entries)))
+    return tally.ranked(ledger.ledger_of(entries).gone())
 
 
 def rank_pieces(
@@ -158,15 +158,6 @@ def rank_pieces(
         for kind, text in concrete(piece.text):
             tally.add(kind, text, piece.source, piece.error, piece.position, False, piece.text)
     return tally.ranked(gone or {})
-
-
-def gone_files(work: ledger.Ledger) -> dict[str, str]:
-    """The files the session's work deleted or renamed, by path: what became of them."""
-    return {
-        path: "deleted later" if state.state == "deleted" else f"renamed to {state.renamed_to}"
-        for path, state in work.files.items()
-        if state.state in ("deleted", "renamed")
-    }
 
 
 # A user's words that turn down what came before ("no, don't…", "why would we…").
