@@ -171,6 +171,7 @@ class PreferencesForm(forms.ModelForm):
             "amend_handoff",
             "handoff_instructions",
             "recall_everywhere",
+            "propose_handoff",
         ]
         widgets = {"handoff_instructions": forms.Textarea(attrs={"rows": 4})}
         labels = {
@@ -179,6 +180,7 @@ class PreferencesForm(forms.ModelForm):
             "review_handoff": "Review the handoff document before switching sessions",
             "auto_handoff_at": "Hand off automatically at this share of the context window (%)",
             "recall_everywhere": "Let the model recall from all my sessions",
+            "propose_handoff": "Let the model propose a handoff",
             "amend_handoff": "Ask Claude to work items the document dropped into it "
             "(instead of appending them)",
         }

@@ -44,7 +44,7 @@ async def test_a_mention_carries_a_pointer_not_a_transcript_and_makes_recall_rea
         },
     ]
     assert "zanzibar" not in str(request["messages"])
-    assert [tool["name"] for tool in request["tools"]] == ["todo_write", "recall"]
+    assert [tool["name"] for tool in request["tools"]] == ["todo_write", "recall", "handoff"]
     found = await db_async(look_up)({"query": "zanzibar port", "session": other.pk}, session)
     assert f"[session {other.pk}, entry " in found.text and "7443" in found.text
 

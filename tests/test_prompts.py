@@ -115,7 +115,7 @@ async def test_a_prompt_sent_from_the_box_is_expanded_and_help_lists_it(
     _, tab = await open_tab(owner, session)
     await tab.send(message="/help")
     listed = await tab.until("Your prompts")
-    assert "<dt><code>/handoff [focus instructions]</code></dt>" in listed
+    assert "<dt><code>/handoff [--model &lt;id&gt;] [focus instructions]</code></dt>" in listed
     assert "<dt><code>/compare</code></dt><dd>Compare two files</dd>" in listed
     await tab.send(message="/compare a.py 'my b.py'")
     await tab.until("They differ.")

@@ -45,8 +45,8 @@ async def test_recall_is_offered_only_where_there_is_a_lineage(owner, fake_anthr
         await tab.send(message="Hello")
         await tab.until(answer)
         await generation.wait_idle()
-    assert offered(fake_anthropic.requests[0]) == ["todo_write"]
-    assert offered(fake_anthropic.requests[1]) == ["todo_write", "recall"]
+    assert offered(fake_anthropic.requests[0]) == ["todo_write", "handoff"]
+    assert offered(fake_anthropic.requests[1]) == ["todo_write", "recall", "handoff"]
 
 
 @pytest.mark.asyncio

@@ -166,7 +166,7 @@ async def test_a_tool_call_updates_the_list_and_the_model_goes_on(owner, fake_an
     await generation.wait_idle()
 
     first, second = (request["json"] for request in fake_anthropic.requests)
-    assert [tool["name"] for tool in first["tools"]] == ["todo_write"]
+    assert [tool["name"] for tool in first["tools"]] == ["todo_write", "handoff"]
     assert first["tools"][0]["input_schema"]["required"] == ["todos"]
     call, result = second["messages"][-2:]
     assert call == {
@@ -672,7 +672,7 @@ def test_an_unknown_tool_or_bad_json_is_an_error_result_not_an_exception():
     session = ChatSession()  # todo_write reads nothing of it
     unknown = run_tool(ToolCall("toolu_1", "bash", {"command": "ls"}), session)
     assert (unknown.text, unknown.is_error) == (
-        "Unknown tool 'bash': the tools are todo_write, recall.",
+        "Unknown tool 'bash': the tools are todo_write, recall, handoff.",
         True,
     )
     broken = run_tool(ToolCall("toolu_2", "todo_write", None, raw='{"todos": ['), session)

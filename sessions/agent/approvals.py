@@ -47,7 +47,8 @@ class Approvals:
     ) -> str:
         """The user's answer to `call` of `tool`: once or session (run it), deny, timeout or
         cancelled (do not)."""
-        if await short(ToolQuestion.allowed_for_session)(session.pk, tool.name):
+        # An MCP tool may be allowed for the session; agentweb's own (`handoff`) asks each time.
+        if tool.server and await short(ToolQuestion.allowed_for_session)(session.pk, tool.name):
             return SESSION
         question = await short(ToolQuestion.objects.create)(
             session=session,

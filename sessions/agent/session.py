@@ -57,6 +57,7 @@ class AgentSession:
             on_stream_end=on_stream_end,
         )
         self.handoff_run: HandoffRun | None = None  # while /handoff runs
+        self.proposed_handoff: str | None = None  # the focus of a handoff the model proposed
         self.approvals = Approvals()  # the questions a tool call asks the user
 
     # --- state -------------------------------------------------------------
@@ -149,7 +150,9 @@ class AgentSession:
                 _, reply = await self.streamer.reply(self.session, purpose, self.messages, prepared)
             else:
                 tools = await self._before_the_turn(ready)
-                reply = await self._tool_loop().answer(tools=tools)
+                loop = self._tool_loop()
+                reply = await loop.answer(tools=tools)
+                self.proposed_handoff = loop.proposed_handoff
             await self.emit("agent_end", entry=reply, purpose=purpose)
             return reply
         finally:

@@ -24,6 +24,7 @@ from ..providers import ToolCall
 from . import mcp_tools
 from .approvals import Approvals, refusal
 from .events import Emit
+from .handoff_tool import HANDOFF, proposed_focus
 from .recall_tool import RECALL
 from .streamer import Prepared, Streamer
 from .todo_write import TODO_WRITE
@@ -41,7 +42,7 @@ PROGRESS_EVERY = 0.25  # seconds between two progress updates of a call shown in
 CANCELLED = "The user cancelled this call: it was stopped before it returned."
 
 # The tools, in the order the model is told of them; each session offers those it `offered`.
-TOOLS: tuple[Tool, ...] = (TODO_WRITE, RECALL)
+TOOLS: tuple[Tool, ...] = (TODO_WRITE, RECALL, HANDOFF)
 
 
 def offered_tools(session: ChatSession) -> tuple[Tool, ...]:
@@ -130,6 +131,7 @@ class ToolLoop:
         self.emit = emit
         self.approvals = approvals or Approvals()
         self.generation_id = generation_id
+        self.proposed_handoff: str | None = None  # an allowed `handoff` call's focus
         # The request, as the model reads it: the context, then each round's structured
         # tool_use and tool_result blocks.
         self.request = [{"role": m["role"], "content": list(m["content"])} for m in messages]
@@ -181,6 +183,8 @@ class ToolLoop:
             if tool is not None and tool.on_the_loop and number <= most:
                 result = await self._asked_and_run(tool, call, caller)
                 entry = await database_sync_to_async(self._recorded)(call, result)
+                if not result.is_error and (focus := proposed_focus(result.details)) is not None:
+                    self.proposed_handoff = focus
             else:
                 result, entry = await database_sync_to_async(self._answer)(call, number <= most)
             self.streamer.remember(entry)

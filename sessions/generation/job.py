@@ -141,6 +141,9 @@ class Job:
             )
             if first:
                 titles.write_soon(self.session_id, self.show_title)
+            focus, self.agent.proposed_handoff = self.agent.proposed_handoff, None
+            if focus is not None and not self.lost and await self.run_proposed(focus) == "review":
+                return  # the queued prompts wait for the reviewed switch
 
     async def next_turn(self, *, auto_handoff: bool) -> Turn:
         decide = short(next_turn)
@@ -184,6 +187,12 @@ class Job:
         await self.relay.show_status()
         await self.relay.notify(Notice(AUTO_HANDOFF, "info"))
         return await self.run_handoff("")
+
+    async def run_proposed(self, focus: str) -> str:
+        """The handoff the model proposed and the user allowed, once its reply ended."""
+        await database_sync_to_async(set_kind)(self.session_id, self.generation_id, "handoff")
+        await self.relay.show_status()
+        return await self.run_handoff(focus)
 
     async def handoff_succeeded(self, old_id: int, result: HandoffResult) -> None:
         if result.new_session is None:  # B14: the user reviews the document first

@@ -135,18 +135,19 @@ def _as_claimed(session_id: int) -> tuple[ChatSession, bool, int | None]:
 
 
 def _claimed(session_id: int) -> QuerySet[ChatSession, Any]:
-    """The session, whether prompts are queued in it, its owner's automatic-handoff threshold
-    and whether they let recall read all their sessions (subqueries, not a join:
-    `CLAIMED_IF_FREE` reads it in a RETURNING clause)."""
+    """The session, whether prompts are queued in it, and its owner's preferences a turn asks
+    (subqueries, not a join: `CLAIMED_IF_FREE` reads it in a RETURNING clause)."""
     return ChatSession.objects.annotate(
         queued=Exists(PendingPrompt.objects.filter(session_id=OuterRef("pk"))),
-        auto_at=Subquery(
-            Preferences.objects.filter(user_id=OuterRef("owner_id")).values("auto_handoff_at")
-        ),
-        recalls_everywhere=Subquery(  # what `recall.offered` asks: read with the claim
-            Preferences.objects.filter(user_id=OuterRef("owner_id")).values("recall_everywhere")
-        ),
+        auto_at=_owners("auto_handoff_at"),
+        recalls_everywhere=_owners("recall_everywhere"),  # what `recall.offered` asks
+        proposes_handoff=_owners("propose_handoff"),  # and `handoff_tool.proposes`
     ).filter(pk=session_id)
+
+
+def _owners(preference: str) -> Subquery:
+    """The session owner's `preference` (None when they have set none), as a subquery."""
+    return Subquery(Preferences.objects.filter(user_id=OuterRef("owner_id")).values(preference))
 
 
 AS_CLAIMED: Statement[ChatSession] = Statement(_claimed, session_id=int)

@@ -49,6 +49,11 @@ class Preferences(models.Model):
         default=False, help_text="Recall reads every one of your sessions, not only the lineage."
     )
 
+    # The model may call the `handoff` tool (asking the user first) to start a fresh session.
+    propose_handoff = models.BooleanField(
+        default=True, help_text="The model may propose a handoff; you allow or deny each."
+    )
+
     class Meta:
         verbose_name_plural = "preferences"
 

@@ -49,6 +49,8 @@ class OfflineModel:
         self, messages: list[dict[str, Any]], tools: Sequence[dict[str, Any]]
     ) -> ToolCall | None:
         names = {tool.get("name") for tool in tools}
+        if HANDOFF in names and (call := handoff_call(messages)):
+            return call
         if recalling.RECALL in names and (call := recalling.recall_call(messages)):
             return call
         if todos.TOOL_NAME in names:
@@ -65,6 +67,29 @@ def go_on(messages: list[dict[str, Any]], start: str) -> str:
     after `start`, or nothing when it would not begin so."""
     whole = respond(messages)
     return whole[len(start) :] if whole.startswith(start) else ""
+
+
+HANDOFF = "handoff"
+WANTS_A_HANDOFF = re.compile(
+    r"\b(?:hand(?:\s|-)?(?:it\s)?off|start(?:ing)? (?:over |again )?fresh|fresh session)\b",
+    re.IGNORECASE,
+)
+FOCUS_ON = re.compile(r"\bfocus(?:ing)? on (.+?)(?:[.!?]|$)", re.IGNORECASE)
+
+
+def handoff_call(messages: list[dict[str, Any]]) -> ToolCall | None:
+    """A `handoff` call, when the user's last message asks for one in words ("hand off",
+    "start fresh"; `/handoff` is the command, not a request to the model), with the focus
+    it names ("… and focus on the tests")."""
+    if not messages or messages[-1]["role"] != "user":
+        return None
+    typed = [text for text in block_texts(messages[-1].get("content", "")) if not _agentwebs(text)]
+    said = typed[-1] if typed else ""
+    if said.lstrip().startswith("/") or not WANTS_A_HANDOFF.search(said):
+        return None
+    focus = FOCUS_ON.search(said)
+    arguments = {"focus": focus.group(1).strip() if focus else "", "reason": "The user asked."}
+    return ToolCall(f"toolu_offline_handoff_{len(messages)}", HANDOFF, arguments)
 
 
 def todo_call(messages: list[dict[str, Any]]) -> ToolCall | None:

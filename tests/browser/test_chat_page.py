@@ -87,7 +87,9 @@ def test_typing_a_slash_shows_the_command_menu(signed_in):
     page.get_by_label("Message").fill("/")
     menu = page.get_by_role("listbox", name="Commands")
     expect(menu).to_be_visible()
-    expect(menu.get_by_role("option").first).to_contain_text("/handoff [focus instructions]")
+    expect(menu.get_by_role("option").first).to_contain_text(
+        "/handoff [--model <id>] [focus instructions]"
+    )
     page.get_by_label("Message").press("Tab")
     expect(page.get_by_label("Message")).to_have_value("/handoff ")
     expect(menu).to_be_hidden()
