@@ -87,8 +87,25 @@ def test_the_markdown_export_reads_as_the_transcript(signed_in, owner):
         response["Content-Disposition"]
         == f'attachment; filename="agentweb-session-{session.pk}.md"'
     )
-    assert text.index("## Handoff document\n\n## Goal\nShip.") < text.index("## User\n\ngo on")
+    assert text.index("## Handoff document\n\n## Goal\nShip.") < text.index("## You\n\ngo on")
     assert "## Assistant (aborted)\n\nhalf" in text
+
+
+def test_the_markdown_export_names_each_entry_in_words_not_the_files_role_names(owner):
+    session = make_session(owner)
+    session.append_message("user", [{"type": "text", "text": "Read it."}])
+    call = {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a.py"}}
+    session.append_message("assistant", [call])
+    session.append(
+        kind=Entry.Kind.MESSAGE,
+        role=Entry.Role.TOOL_RESULT,
+        content=[{"type": "text", "text": "print(1)"}],
+        data={"message": {"toolCallId": "c1", "toolName": "read", "isError": False}},
+    )
+    text = session_file.export_markdown(session)
+    assert "## You\n\nRead it." in text
+    assert "## Tool result (read)\n\nprint(1)" in text
+    assert "toolResult" not in text
 
 
 def test_another_users_session_cannot_be_exported(signed_in, other_user):

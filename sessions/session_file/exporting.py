@@ -4,6 +4,7 @@ Markdown (the current branch)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -212,9 +213,28 @@ def export_markdown(session: ChatSession) -> str:
         if entry.is_handoff:
             parts.append(f"## Handoff document\n\n{handoff.unwrap(entry.text)}\n")
         elif entry.kind == Entry.Kind.MESSAGE:
-            heading = {"user": "User", "assistant": "Assistant"}.get(entry.role, entry.role)
+            heading = ROLE_HEADINGS.get(entry.role) or _in_words(entry.role)
+            tool = part(entry.data, "message").get("toolName")
+            named = f" ({tool})" if entry.role == Entry.Role.TOOL_RESULT and tool else ""
             note = "" if entry.status == Entry.Status.COMPLETE else f" ({entry.status})"
-            parts.append(f"## {heading}{note}\n\n{entry.text}\n")
+            parts.append(f"## {heading}{named}{note}\n\n{entry.text}\n")
         elif entry.display and entry.text:
-            parts.append(f"## {entry.custom_type or entry.kind}\n\n{entry.text}\n")
+            parts.append(f"## {_in_words(entry.custom_type or entry.kind)}\n\n{entry.text}\n")
     return "\n".join(parts)
+
+
+# A message's heading in the Markdown export, by its role: words, not the file's names.
+ROLE_HEADINGS = {
+    "user": "You",
+    "assistant": "Assistant",
+    "toolResult": "Tool result",
+    "bashExecution": "Shell command",
+    "custom": "Extension message",
+    "hookMessage": "Extension message",
+}
+
+
+def _in_words(name: str) -> str:
+    """`todo_note` → "Todo note", `branchSummary` → "Branch summary"."""
+    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name).replace("_", " ").strip()
+    return spaced[:1].upper() + spaced[1:].lower() if spaced else "Entry"
