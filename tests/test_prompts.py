@@ -37,6 +37,8 @@ def signed_in(client, owner):
         ("From the second: ${@:2}", "a b c d", "From the second: b c d"),
         ("Two from the second: ${@:2:2}", "a b c d", "Two from the second: b c"),
         ("Missing: [$3]", "a", "Missing: []"),
+        # $@ reads quotes as ${@:N} does (it kept them, while ${@:N} stripped them)
+        ("$@ | ${@:1}", "'src/my app.py' fast", "src/my app.py fast | src/my app.py fast"),
         ("Unclosed: $1", "'a b", "Unclosed: 'a"),
         ("No marks here", "ignored", "No marks here"),
     ],

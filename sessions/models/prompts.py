@@ -20,7 +20,8 @@ ARGUMENT = re.compile(r"\$\{@:(\d+)(?::(\d+))?\}|\$(\d)|\$@|\$ARGUMENTS")
 
 
 def expand_arguments(body: str, args: str, limit: int | None = None) -> str:
-    """`body` with its argument marks replaced by `args` (quoted words stay one word).
+    """`body` with its argument marks replaced by `args` (quoted words stay one word, their
+    quotes read, for `$@` as for `$1` and `${@:N}`).
 
     With `limit`, text longer than that is never made: a body that repeats `$@` would
     otherwise multiply what was typed (a 99 KB message once became 49.5 million characters),
@@ -38,7 +39,7 @@ def expand_arguments(body: str, args: str, limit: int | None = None) -> str:
             start = max(int(mark[1]) - 1, 0)
             end = start + int(mark[2]) if mark[2] else None
             return " ".join(words[start:end])
-        return args
+        return " ".join(words)  # $@ as ${@:1}: quotes are read the same way by both
 
     parts: list[str] = []
     length, at = 0, 0
