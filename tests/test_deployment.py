@@ -91,6 +91,8 @@ def test_repeated_failed_sign_ins_are_paused_for_that_user_and_address(client, d
     locked = client.post("/accounts/login/", {"username": "walker", "password": "walker-pass-123"})
     assert locked.status_code == 429
     assert "Too many failed sign-ins" in locked.content.decode()
+    assert "is paused for 15 minutes after 5 failed attempts" in locked.content.decode()
+    assert '<a href="/accounts/login/">Back to sign in</a>' in locked.content.decode()
     other = client.post(
         "/accounts/login/",
         {"username": "walker", "password": "walker-pass-123"},
@@ -160,3 +162,15 @@ def test_with_redis_the_channel_layer_is_the_bus_unless_another_is_asked_for(cho
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert shown.stdout.strip() == backend, shown.stderr
+
+
+@pytest.mark.parametrize(
+    ("minutes", "said"),
+    [(15, "15 minutes"), (1, "1 minute"), (90, "1 hour 30 minutes"), (2 * 24 * 60, "2 days")],
+)
+def test_a_pause_is_said_in_words(minutes, said):
+    from datetime import timedelta
+
+    from sessions.templatetags.agentweb import in_words
+
+    assert in_words(timedelta(minutes=minutes)) == said

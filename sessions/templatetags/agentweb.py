@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import datetime, tzinfo
+from datetime import datetime, timedelta, tzinfo
 from functools import lru_cache
 from typing import Any
 
@@ -156,3 +156,15 @@ def ago(seconds: float) -> str:
             count = int(seconds // size)
             return f"{count} {unit}{'' if count == 1 else 's'} ago"
     return "1 minute ago"
+
+
+@register.filter
+def in_words(span: timedelta | None) -> str:
+    """A span of time as people say it: "15 minutes", "1 hour 30 minutes", "2 days"."""
+    if span is None:
+        return ""
+    minutes = max(1, round(span.total_seconds() / 60))
+    days, minutes = divmod(minutes, 24 * 60)
+    hours, minutes = divmod(minutes, 60)
+    parts = [(days, "day"), (hours, "hour"), (minutes, "minute")]
+    return " ".join(f"{n} {unit}{'' if n == 1 else 's'}" for n, unit in parts if n)
