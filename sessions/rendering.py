@@ -12,6 +12,7 @@ import nh3
 from cachetools import LRUCache, cached
 from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
+from mdit_py_plugins.tasklists import tasklists_plugin
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
@@ -20,6 +21,7 @@ from pygments.util import ClassNotFound
 ALLOWED_TAGS = {
     "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "del", "code", "pre",
     "blockquote", "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td", "span", "div",
+    "input",  # a task list's box, only as the tasklists plugin writes it (raw HTML is escaped)
 }  # fmt: skip
 ALLOWED_ATTRIBUTES = {
     "a": {"href", "title"},
@@ -29,7 +31,12 @@ ALLOWED_ATTRIBUTES = {
     "th": {"class"},
     "td": {"class"},
     "ol": {"start"},
+    "ul": {"class"},
+    "li": {"class"},
+    "input": {"class", "checked", "aria-label"},
 }
+# A task list's box is a read-only checkbox, whatever the input said.
+FORCED = {"input": {"type": "checkbox", "disabled": "disabled"}}
 _formatter = HtmlFormatter(nowrap=True)
 
 
@@ -49,7 +56,9 @@ def _markdown(breaks: bool = False) -> MarkdownIt:
         "commonmark",
         {"html": False, "linkify": False, "highlight": _highlight, "breaks": breaks},
     ).enable(["table", "strikethrough"])
+    md.use(tasklists_plugin)  # `- [ ] item` as a box: every handoff's Progress and Next Steps
     md.core.ruler.push("aligned_by_class", _aligned_by_class)
+    md.core.ruler.push("task_boxes_named", _task_boxes_named)
     return md
 
 
@@ -65,6 +74,18 @@ def _aligned_by_class(state: StateCore) -> None:
             style = token.attrs.pop("style", None)
             if isinstance(style, str) and style in _ALIGNED:
                 token.attrSet("class", _ALIGNED[style])
+
+
+TASK_BOX = '<input class="task-list-item-checkbox"'
+
+
+def _task_boxes_named(state: StateCore) -> None:
+    """A task list's box says what it shows to a screen reader ("Done", "Not done")."""
+    for token in state.tokens:
+        for child in token.children or ():
+            if child.type == "html_inline" and child.content.startswith(TASK_BOX):
+                said = "Done" if 'checked="checked"' in child.content else "Not done"
+                child.content = child.content.replace(TASK_BOX, f'{TASK_BOX} aria-label="{said}"')
 
 
 # A message never changes once written, so its HTML is rendered once per process: the session
@@ -89,6 +110,7 @@ def _cleaner() -> nh3.Cleaner:
     return nh3.Cleaner(
         tags=ALLOWED_TAGS,
         attributes=ALLOWED_ATTRIBUTES,
+        set_tag_attribute_values=FORCED,
         url_schemes={"http", "https", "mailto"},
         link_rel="noopener noreferrer nofollow",
     )

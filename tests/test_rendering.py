@@ -90,3 +90,19 @@ def test_the_sanitiser_alone_strips_what_a_parser_that_passes_html_through_would
     ):
         assert gone not in cleaned, gone
     assert "<p>hi</p>" in cleaned
+
+
+def test_a_task_list_renders_as_read_only_boxes_that_say_their_state():
+    html = render_markdown("- [x] Wrote the parser\n- [ ] Ship it\n- plain item")
+    assert (
+        '<li class="task-list-item"><input class="task-list-item-checkbox" aria-label="Done" '
+        'checked="checked" type="checkbox" disabled="disabled"> Wrote the parser</li>'
+    ) in html
+    assert 'aria-label="Not done" type="checkbox" disabled="disabled"> Ship it</li>' in html
+    assert "[ ]" not in html and "[x]" not in html
+    assert "<li>plain item</li>" in html
+
+
+def test_an_input_typed_in_a_message_stays_text():
+    html = render_markdown('<input type="text" value="x"> and <input type=checkbox checked>')
+    assert "<input" not in html and "&lt;input" in html
