@@ -55,13 +55,20 @@ def recently_deleted(owner: User) -> list[Deleted]:
     return [Deleted(sessions, moment) for moment, sessions in groups.items()]
 
 
+# A session nobody touched: nothing written in it, no title given, not pinned. The list does
+# not show one (but for the page it is open on), and it goes after UNTOUCHED_FOR.
+UNTOUCHED = Q(leaf__isnull=True, title="", pinned=False, generation_id="")
+UNTOUCHED_FOR = timedelta(days=1)
+
+
 def purge(owner: User | None = None) -> int:
-    """Delete for good what was deleted longer ago than the undo time (and forks a process
-    that died left half made); how many sessions. A large session's entries go a batch per
-    transaction, so no other user waits on the purge."""
+    """Delete for good what was deleted longer ago than the undo time, the forks a process
+    that died left half made, and the sessions left untouched for a day; how many sessions.
+    A large session's entries go a batch per transaction, so no other user waits on it."""
+    abandoned = UNTOUCHED & Q(created_at__lt=timezone.now() - UNTOUCHED_FOR)
     expired = ChatSession.objects.filter(
-        Q(deleted_at__lt=_oldest_restorable()) | building.abandoned()
-    )
+        Q(deleted_at__lt=_oldest_restorable()) | building.abandoned() | abandoned
+    ).exclude(pending_prompts__isnull=False)
     return _purged(expired if owner is None else expired.filter(owner=owner))
 
 

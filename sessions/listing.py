@@ -19,6 +19,7 @@ from django.db.models import Case, Count, F, IntegerField, Max, Q, QuerySet, Whe
 from django.db.models.functions import Coalesce
 
 from . import search, usage
+from .care import UNTOUCHED
 from .models import ChatSession, Entry
 from .statements import Statement
 from .tallies import Tally, reading_ahead_of_many
@@ -77,7 +78,7 @@ def chain_page(
     """A page of chains, pinned ones first, then the latest active: the sessions in the list,
     or (`archived`) those archived, or those that match `query`, archived or not. `counted`:
     each session's messages and usage too, from the process's tallies."""
-    shown = ChatSession.objects.filter(ChatSession.kept(), owner=owner)
+    shown = ChatSession.objects.filter(ChatSession.kept(), owner=owner).exclude(UNTOUCHED)
     if not query:
         shown = shown.filter(archived_at__isnull=not archived)
     sessions = shown

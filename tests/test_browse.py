@@ -91,7 +91,7 @@ def test_the_filter_finds_sessions_by_title_or_content_and_keeps_their_chain(
 
 def test_the_list_is_paginated_by_chains(signed_in, owner):
     for _ in range(45):
-        make_session(owner)
+        make_session(owner, exchanges=1)
     first = signed_in.get("/").content.decode()
     third = signed_in.get("/", {"page": 3}).content.decode()
     assert len(rows(first)) == 20 and len(rows(third)) == 5

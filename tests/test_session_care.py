@@ -185,3 +185,30 @@ def test_a_redirect_back_goes_only_to_this_site(client, owner):
     session = titled(owner, "Mine")
     response = client.post(f"/sessions/{session.pk}/pin/", {"next": "https://evil.example/"})
     assert response.url == "/"
+
+
+def test_an_untouched_empty_session_is_not_listed_and_goes_after_a_day(client, owner):
+    client.force_login(owner)
+    used = make_session(owner, exchanges=1)
+    named = make_session(owner)
+    named.rename("Plans, empty for now")
+    untouched = make_session(owner)
+    page = client.get("/").content.decode()
+    assert f'href="/sessions/{used.pk}/"' in page and "Plans, empty for now" in page
+    assert f'href="/sessions/{untouched.pk}/"' not in page
+    # Open, it is in the sidebar beside itself, and nowhere else.
+    beside = client.get(untouched.get_absolute_url()).content.decode()
+    assert f'href="/sessions/{untouched.pk}/"' in beside
+
+    younger = make_session(owner)
+    waiting = make_session(owner)
+    waiting.pending_prompts.create(text="queued before its first reply")
+    day_ago = timezone.now() - timedelta(days=1, minutes=1)
+    ChatSession.objects.filter(pk__in=[untouched.pk, waiting.pk, named.pk]).update(
+        created_at=day_ago
+    )
+    client.get("/")  # the list purges
+    assert not ChatSession.objects.filter(pk=untouched.pk).exists()
+    assert set(ChatSession.objects.values_list("pk", flat=True)) == {
+        used.pk, named.pk, younger.pk, waiting.pk,
+    }  # fmt: skip
