@@ -65,7 +65,7 @@ def purge(owner: User | None = None) -> int:
     """Delete for good what was deleted longer ago than the undo time, the forks a process
     that died left half made, and the sessions left untouched for a day; how many sessions.
     A large session's entries go a batch per transaction, so no other user waits on it."""
-    abandoned = UNTOUCHED & Q(created_at__lt=timezone.now() - UNTOUCHED_FOR)
+    abandoned = UNTOUCHED & Q(updated_at__lt=timezone.now() - UNTOUCHED_FOR)
     expired = ChatSession.objects.filter(
         Q(deleted_at__lt=_oldest_restorable()) | building.abandoned() | abandoned
     ).exclude(pending_prompts__isnull=False)

@@ -205,10 +205,12 @@ def test_an_untouched_empty_session_is_not_listed_and_goes_after_a_day(client, o
     waiting.pending_prompts.create(text="queued before its first reply")
     day_ago = timezone.now() - timedelta(days=1, minutes=1)
     ChatSession.objects.filter(pk__in=[untouched.pk, waiting.pk, named.pk]).update(
-        created_at=day_ago
+        updated_at=day_ago
     )
+    imported = make_session(owner)  # an empty file imported now, dated by its header long ago
+    ChatSession.objects.filter(pk=imported.pk).update(created_at=day_ago - timedelta(days=300))
     client.get("/")  # the list purges
     assert not ChatSession.objects.filter(pk=untouched.pk).exists()
     assert set(ChatSession.objects.values_list("pk", flat=True)) == {
-        used.pk, named.pk, younger.pk, waiting.pk,
+        used.pk, named.pk, younger.pk, waiting.pk, imported.pk,
     }  # fmt: skip
