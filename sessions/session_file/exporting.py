@@ -36,7 +36,7 @@ def export_jsonl(session: ChatSession) -> Iterator[str]:
         FileLine.objects.filter(session=session).values_list("entry_id", "text")
     )
     header = _header(session, kept.get(None))  # the header's line has no entry
-    yield _as_kept(kept.get(None), header) or _json_line(header)
+    yield _as_kept(kept.get(None), _parsed(kept.get(None)), header) or _json_line(header)
     entries = sorted(
         Entry.objects.filter(session=session), key=lambda e: (e.pk == session.leaf_id, e.pk)
     )
@@ -44,28 +44,28 @@ def export_jsonl(session: ChatSession) -> Iterator[str]:
     for entry in entries:
         place = {"id": ids[entry.pk], "parentId": ids.get(entry.parent_id or 0)}
         text = kept.get(entry.pk)
-        line = _as_kept(text, place) or _migrated(text, place, entry, ids)
+        given = _parsed(text)  # once: a version-1 line is read again by `_migrated`
+        line = _as_kept(text, given, place) or _migrated(given, place, entry, ids)
         yield line or _json_line(_entry_line(entry, ids))
 
 
-def _as_kept(text: str | None, fields: dict[str, Any]) -> str | None:
-    """The line as its file wrote it, if it still says what `fields` say."""
-    if text is None:
-        return None
-    given = json.loads(text)
-    if any(given.get(name) != value for name, value in fields.items()):
+def _parsed(text: str | None) -> Any:
+    return json.loads(text) if text is not None else None
+
+
+def _as_kept(text: str | None, given: Any, fields: dict[str, Any]) -> str | None:
+    """The line as its file wrote it (`text`, parsed: `given`), if it still says what `fields`
+    say."""
+    if text is None or any(given.get(name) != value for name, value in fields.items()):
         return None
     return _escaped(text) + "\n"
 
 
-def _migrated(
-    text: str | None, place: dict[str, Any], entry: Entry, ids: dict[int, str]
-) -> str | None:
+def _migrated(line: Any, place: dict[str, Any], entry: Entry, ids: dict[int, str]) -> str | None:
     """A version-1 file's line (it has no id) as the reference agent migrates it, in place:
     its own fields in its own order, then `id` and `parentId` after them, a compaction's
     `firstKeptEntryIndex` replaced by `firstKeptEntryId` after those, and a `hookMessage`
     role named `custom` (version 3's)."""
-    line = json.loads(text) if text is not None else None
     if not isinstance(line, dict) or "id" in line:
         return None
     line.update(place)
