@@ -96,10 +96,7 @@ def readable(session: ChatSession) -> list[int]:
 def everywhere(session: ChatSession) -> bool:
     """Whether the owner lets the model recall from all their sessions (as the session's claim
     read it, when it did)."""
-    known = getattr(session, "recalls_everywhere", None)
-    if known is not None or hasattr(session, "recalls_everywhere"):
-        return bool(known)
-    return Preferences.objects.filter(user_id=session.owner_id, recall_everywhere=True).exists()
+    return bool(Preferences.of_owner(session, "recall_everywhere", "recalls_everywhere"))
 
 
 def recall(session: ChatSession, query: str, only: int | None = None) -> list[Recalled]:
@@ -127,8 +124,7 @@ def recall(session: ChatSession, query: str, only: int | None = None) -> list[Re
     for entry, term in best(entries, search.terms_of(words))[: settings.AGENTWEB_RECALL_ENTRIES]:
         if budget <= 0:
             break
-        whole = search.find_folded(" ".join(entry.search_text.split()), words)[0] >= 0
-        text = search.snippet(entry.search_text, words if whole else term).plain[:budget]
+        text = search.snippet(entry.search_text, words, around=term).plain[:budget]
         budget -= len(text)
         at = entry.created_at.strftime("%Y-%m-%d %H:%M UTC")
         role = entry.role or entry.kind
@@ -142,7 +138,8 @@ def best(entries: QuerySet[Entry], terms: search.Terms) -> list[tuple[Entry, str
     weighing more the fewer entries hold it (BM25's inverse document frequency); the newest
     wins a tie. Each term brings its CANDIDATES newest entries, so a rare term's are never
     crowded out by a common one's."""
-    each = [(term, search.Terms(*_alone(term), rest=term)) for term in _each(terms)]
+    each = [(word, search.Terms((word,), (), word)) for word in terms.words]
+    each += [(" ".join(p), search.Terms((), (p,), " ".join(p))) for p in terms.phrases]
     if not each:  # no words at all (signs, emoji): the text as written, newest first
         as_written = search.with_words(entries).filter(search.holding(terms))
         matched = as_written.order_by("-created_at", "-pk").only(*FIELDS)[:CANDIDATES]
@@ -170,16 +167,6 @@ def best(entries: QuerySet[Entry], terms: search.Terms) -> list[tuple[Entry, str
 
 CANDIDATES = 200  # the newest entries that hold a term, taken for the ranking
 FIELDS = ("pk", "role", "kind", "created_at", "search_text", "session_id")
-
-
-def _each(terms: search.Terms) -> list[str]:
-    """Each word and phrase of `terms`, a phrase as its words with a space between."""
-    return [*terms.words, *(" ".join(phrase) for phrase in terms.phrases)]
-
-
-def _alone(term: str) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
-    parts = tuple(term.split(" "))
-    return (parts, ()) if len(parts) == 1 else ((), (parts,))
 
 
 REVISION_REACH = 20  # the user's messages after an entry looked at for one that turns it down

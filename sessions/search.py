@@ -120,19 +120,18 @@ class Terms:
     phrases: tuple[tuple[str, ...], ...]
     rest: str
 
-    def fts5(self, joined: str = " ") -> str:
-        """The terms as an FTS5 query: `joined` " " needs all of them, " OR " any."""
+    def fts5(self) -> str:
+        """The terms as an FTS5 query that needs all of them."""
         quote = '"{}"'.format
         terms = [quote(w.replace('"', '""')) + "*" for w in self.words]
         terms += [quote(" ".join(p).replace('"', '""')) for p in self.phrases]
-        return joined.join(terms)
+        return " ".join(terms)
 
-    def tsquery(self, joined: str = " & ") -> str:
-        """The terms as PostgreSQL's tsquery (over folded words): `joined` " & " needs all of
-        them, " | " any."""
+    def tsquery(self) -> str:
+        """The terms as PostgreSQL's tsquery (over folded words) that needs all of them."""
         terms = [f"'{w}':*" for w in self.folded_words]
         terms += ["(" + " <-> ".join(f"'{w}'" for w in p) + ")" for p in self.folded_phrases]
-        return joined.join(terms)
+        return " & ".join(terms)
 
     @property
     def folded_words(self) -> list[str]:
@@ -185,17 +184,21 @@ def holds(text: str, term: str) -> bool:
 def matching_entries(owner: User, query: str) -> QuerySet[Entry]:
     """The owner's entries that hold every word and phrase of `query`, in any order and
     whatever their case and accents (or hold it as written, inside words), newest first."""
+    return _matching(owner, terms_of(query)).order_by("-pk")
+
+
+def _matching(owner: User, terms: Terms) -> QuerySet[Entry]:
+    """The owner's entries (of kept sessions built whole) that hold `terms`."""
     mine = Entry.objects.filter(
         session__owner=owner, session__deleted_at__isnull=True, session__building=False
     )
-    return with_words(mine).filter(holding(terms_of(query))).order_by("-pk")
+    return with_words(mine).filter(holding(terms))
 
 
-def holding(terms: Terms, *, every: bool = True) -> Q:
-    """Entries holding the terms (`every`: all of them, else any), or `terms.rest` as written
-    inside their words."""
+def holding(terms: Terms) -> Q:
+    """Entries holding every one of the terms, or `terms.rest` as written inside their words."""
     if connection.vendor == "postgresql":
-        tsquery = terms.tsquery(" & " if every else " | ")
+        tsquery = terms.tsquery()
         found = Q(bare__icontains=folded(terms.rest)) if terms.rest else Q(pk__in=[])
         if tsquery:
             found |= Q(words=SearchQuery(tsquery, config="simple", search_type="raw"))
@@ -204,7 +207,7 @@ def holding(terms: Terms, *, every: bool = True) -> Q:
         return Q(search_text__icontains=terms.rest)
     found = Q(pk__in=[])
     if terms:
-        found |= Q(pk__in=RawSQL(_WORDS, [terms.fts5(" " if every else " OR ")]))
+        found |= Q(pk__in=RawSQL(_WORDS, [terms.fts5()]))
     if len(terms.rest) >= 3:
         found |= Q(pk__in=RawSQL(_TRIGRAMS, ['"' + terms.rest.replace('"', '""') + '"']))
     elif terms.rest:
@@ -264,21 +267,19 @@ def find(owner: User, query: str, limit: int = RESULTS) -> list[Hit]:
     newest by when each was said (an imported session's entries by their own dates), each with
     a highlighted snippet."""
     terms = terms_of(query)
-    mine = Entry.objects.filter(
-        session__owner=owner, session__deleted_at__isnull=True, session__building=False
-    )
-    ids = ranked(owner, with_words(mine).filter(holding(terms)), terms, limit)
+    ids = ranked(owner, _matching(owner, terms), terms, limit)
     found = Entry.objects.select_related("session").only("pk", "search_text", "session")
     by_id = found.in_bulk(ids)
     return [Hit(pk, by_id[pk].session, snippet(by_id[pk].search_text, query)) for pk in ids]
 
 
-def snippet(text: str, query: str) -> Snippet:
-    """The text around the first place it mentions `query` (any case)."""
+def snippet(text: str, query: str, around: str = "") -> Snippet:
+    """The text around the first place it mentions `query` (any case); matched as words apart,
+    around `around` (else the query's first word)."""
     flat = " ".join(text.split())
     at, upto = find_folded(flat, query)
-    if at < 0 and query.split():  # matched as words apart: show the first of them
-        at, upto = find_folded(flat, query.split()[0])
+    if at < 0 and (around or query.split()):  # matched as words apart: show one of them
+        at, upto = find_folded(flat, around or query.split()[0])
     if at < 0:
         at = upto = 0
     start, end = max(0, at - SNIPPET_CONTEXT), upto + SNIPPET_CONTEXT

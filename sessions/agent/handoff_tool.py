@@ -34,11 +34,7 @@ async def propose(arguments: Any, session: ChatSession, progress: Progress) -> T
 def proposes(session: ChatSession) -> bool:
     """Whether the owner lets the model propose a handoff (on unless they turned it off), as
     the session's claim read it when it did."""
-    known = getattr(session, "proposes_handoff", None)
-    if known is not None or hasattr(session, "proposes_handoff"):
-        return known is not False
-    off = Preferences.objects.filter(user_id=session.owner_id, propose_handoff=False)
-    return not off.exists()
+    return Preferences.of_owner(session, "propose_handoff", "proposes_handoff") is not False
 
 
 def proposed_focus(details: dict[str, Any]) -> str | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -59,3 +61,11 @@ class Preferences(models.Model):
 
     def __str__(self) -> str:
         return f"Preferences of {self.user}"
+
+    @classmethod
+    def of_owner(cls, session: Any, field: str, read_as: str) -> Any:
+        """The session owner's `field` (None: they have set no preferences), as the session's
+        claim read it into `read_as` when it did (no query then)."""
+        if hasattr(session, read_as):
+            return getattr(session, read_as)
+        return cls.objects.filter(user_id=session.owner_id).values_list(field, flat=True).first()
