@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from . import shapes
 from .content import EntryLike, Kind, Role, block_list, block_texts
-from .context import in_context
+from .context import bash_failed, in_context
 from .tokens import estimate_tokens
 
 HEADING = "Work ledger"
@@ -81,7 +81,6 @@ class Run:
     error: str = ""  # the failure's own line
     counts: str = ""  # a test run's "3 failed, 39 passed"
     test: bool = False
-    fixed: bool = False  # the same command passed later
 
 
 @dataclass
@@ -105,6 +104,12 @@ class Ledger:
     def last_failure(self) -> Run | None:
         failed = [run for run in self.runs if run.failed]
         return failed[-1] if failed else None
+
+    def fixed(self, failure: Run) -> bool:
+        """Whether the same command ran fine after `failure`."""
+        return any(
+            r.command == failure.command and not r.failed and r.at > failure.at for r in self.runs
+        )
 
 
 def steps(entries: Sequence[EntryLike]) -> Iterator[Step]:
@@ -134,7 +139,7 @@ def steps(entries: Sequence[EntryLike]) -> Iterator[Step]:
             exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
             command: dict[str, object] = {"command": shapes.text(message.get("command"))}
             output = shapes.text(message.get("output"))
-            yield Step("bash", command, output, bool(exit_code), exit_code)
+            yield Step("bash", command, output, bash_failed(message), exit_code)
 
 
 def _tool_name(name: object) -> str:
@@ -222,9 +227,6 @@ def _ran(ledger: Ledger, at: int, step: Step) -> None:
     run = Run(command, failed, at, step.exit_code, test=test, counts=_counts(step.output))
     if failed:
         run.error = _failure_line(step.output, failure)
-    for earlier in ledger.runs:  # the same command failed before: fixed now
-        if earlier.command == command and earlier.failed and not failed:
-            earlier.fixed = True
     ledger.runs.append(run)
     if not failed:
         _confirm(ledger, at)
@@ -317,7 +319,7 @@ def section(ledger: Ledger, budget: int = BUDGET_TOKENS) -> str:
     ]
     tail = []
     if (last := ledger.last_failure) is not None:
-        fixed = " (since fixed)" if last.fixed else ""
+        fixed = " (since fixed)" if ledger.fixed(last) else ""
         tail = ["", f"Last failure{fixed}, word for word, of `{_shown(last.command)}`:"]
         tail.append("> " + (last.error or "(no output)"))
     used = estimate_tokens("\n".join([HEADING, NOTE, *tail]))
