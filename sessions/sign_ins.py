@@ -25,7 +25,7 @@ from django.conf import settings
 from django.contrib import auth
 from django.contrib.auth import get_user_model
 from django.contrib.sessions.models import Session
-from django.db.models import Exists, Q, QuerySet, Subquery
+from django.db.models import BooleanField, Exists, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from . import store
@@ -51,7 +51,12 @@ def _standing(
 
 
 STANDING: Statement[Session] = Statement(
-    _standing, key=str, user_id=int, now=datetime, chat_session_id=int
+    _standing,
+    columns={"active": BooleanField()},
+    key=str,
+    user_id=int,
+    now=datetime,
+    chat_session_id=int,
 )
 _held: dict[tuple[str, int], tuple[object, ...]] = {}  # a sign-in → its state when it last held
 

@@ -1,58 +1,82 @@
-"""Statements the prompt path runs for every prompt, compiled by the ORM once and sent again
-with new values (issue 21).
+"""Statements the prompt path runs for every prompt, built by the ORM once and sent again with
+new values (issue 21), through Django's documented interfaces only (issue 52).
 
 Under load a prompt's set-up queues on the one database thread, and most of its time there
 was Django building SQL, not the database running it: a primary-key read costs about 0.35 ms
 through a QuerySet and 0.03 ms as the same SQL on a cursor (`bench/prompt_queries.py`). A
-`Statement` keeps the queryset readable where it is defined and pays for its compilation
-once per database connection.
-
-It is built with a stand-in value for each named parameter (an int, a str or an aware
-datetime, of a value no real row has), compiled, and each stand-in is found among the SQL's
-parameters; a run puts the real values in their places, adapted as the ORM adapts them for
-this database. What comes back is converted by the same compiler (datetimes, JSON, booleans),
-so rows and model instances are what the queryset itself would have given.
+`Statement` keeps the queryset readable where it is defined and builds its SQL once per
+process and database: the ORM runs it with a stand-in value for each named parameter under
+an execute wrapper (Django's database instrumentation) that takes the SQL and stops it. A run
+puts the real values in the stand-ins' places and sends the SQL on a cursor; its rows are
+converted by the fields' documented methods (`from_db_value`, `to_python`): a model's columns
+by their fields, the others by the fields a statement names for them (`columns=`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
-from django.db.models import Model, QuerySet, signals
-from django.db.models.sql import InsertQuery, Query, UpdateQuery
-from django.db.models.sql.compiler import SQLCompiler
+from django.db.models import BooleanField, DateTimeField, Field, Model, QuerySet
+from django.utils import timezone
 
 M = TypeVar("M", bound=Model)
 T = TypeVar("T")
 Rows = list[tuple[Any, ...]]  # a values_list queryset's rows
+Convert = Callable[[Any], Any]
 
 STAND_INS: dict[type, Callable[[int], Any]] = {
     int: lambda n: -2_000_000_000 - n,  # no row's id or count
     str: lambda n: f"\x1fstatement parameter {n}\x1f",
     datetime: lambda n: datetime(1901, 2, 3, 4, 5, n, tzinfo=UTC),
 }
+_DATETIME = DateTimeField()  # prepares a datetime parameter as the ORM sends it
+
+
+class Stopped(Exception):
+    """What stops the ORM once its SQL is taken: nothing is sent."""
+
+
+def sql_of(run: Callable[[], Any]) -> tuple[str, tuple[Any, ...]]:
+    """The one statement the ORM sends for `run()`, not sent: Django's execute wrapper takes it
+    and stops there. Nothing reaches the database, and a transaction around it goes on as it
+    was (an UPDATE that fails marks the block around it for rollback: the mark is undone)."""
+    sent: list[tuple[str, tuple[Any, ...]]] = []
+
+    def take(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        sent.append((sql, tuple(params or ())))
+        raise Stopped
+
+    connection = connections[DEFAULT_DB_ALIAS]
+    in_block = connection.in_atomic_block
+    marked = transaction.get_rollback() if in_block else False
+    with contextlib.suppress(Stopped), connection.execute_wrapper(take):
+        run()
+    if in_block:
+        transaction.set_rollback(marked)
+    if len(sent) != 1:
+        raise ValueError(f"a statement is one query; the ORM sent {len(sent)}")
+    return sent[0]
 
 
 class Compiled:
-    """One statement on one connection: its SQL, where each parameter goes, and the compiler
-    that converts its rows."""
+    """One statement for one database: its SQL, where each parameter goes, and how each column
+    of what it gives is converted (found at its first rows, from their names)."""
 
     def __init__(
         self,
-        compiler: SQLCompiler,
+        sql: str,
+        params: Sequence[Any],
         names: dict[str, type],
-        sql: tuple[str, tuple[Any, ...]] | None = None,
+        model: type[Model],
+        fields: Mapping[str, Field[Any, Any]],
     ) -> None:
-        """`sql`: the statement's own SQL and parameters, when they are not `compiler`'s (it
-        then only converts the rows)."""
-        connection = compiler.connection
-        self.sql, params = sql or compiler.as_sql()
-        self.compiler = compiler
+        """`fields`: the field each column is read as, by its name (`model`'s own, others)."""
+        connection = connections[DEFAULT_DB_ALIAS]
+        self.sql = sql
         stand_ins = {
             _adapted(connection, kind, STAND_INS[kind](n)): name
             for n, (name, kind) in enumerate(names.items())
@@ -64,36 +88,77 @@ class Compiled:
         if missing:  # the ORM changed the value (a pattern, a cast): it cannot be swapped
             raise ValueError(f"these parameters are not in the statement's SQL: {missing}")
         self.kinds = names
-        self._converters: dict[int, Any] | None = None  # the compiler's, made at the first rows
+        self.model, self.fields = model, fields
+        self.columns: list[str] | None = None  # the names of its columns, at its first rows
+        self.converters: list[tuple[int, Convert]] = []
 
-    def convert(self, fetched: list[Any]) -> list[Any]:
-        """Fetched rows as the queryset would give them (`results_iter`), with the converters
-        found once: the compiler would look each column's up again at every call."""
-        compiler = self.compiler
-        if self._converters is None:
-            fields = [column[0] for column in compiler.select[: compiler.col_count]]
-            if compiler.has_composite_fields(fields):  # never in the prompt path's statements
-                return list(compiler.results_iter([fetched]))
-            self._converters = compiler.get_converters(fields)
-        if not self._converters:
-            return fetched
-        return list(compiler.apply_converters(fetched, self._converters))
+    def convert(self, cursor: Any, fetched: list[Any]) -> list[tuple[Any, ...]]:
+        """Fetched rows as the queryset would give them."""
+        if self.columns is None:
+            self.columns = [column[0] for column in cursor.description]
+            connection = connections[DEFAULT_DB_ALIAS]
+            self.converters = [
+                (n, convert)
+                for n, name in enumerate(self.columns)
+                if name in self.fields
+                and (convert := converter(self.fields[name], connection)) is not None
+            ]
+        if not self.converters:
+            return [tuple(row) for row in fetched]
+        converted = []
+        for row in fetched:
+            values = list(row)
+            for n, convert in self.converters:
+                if values[n] is not None:
+                    values[n] = convert(values[n])
+            converted.append(tuple(values))
+        return converted
 
     def params(self, values: dict[str, Any]) -> list[Any]:
-        connection = self.compiler.connection
+        connection = connections[DEFAULT_DB_ALIAS]
         adapted = {
             name: _adapted(connection, self.kinds[name], value) for name, value in values.items()
         }
         return [adapted[name] if name else constant for name, constant in self.slots]
 
 
-class Statement(Generic[M]):
-    """A SELECT built by `build(**stand_ins)`, compiled once per connection; `names` are its
-    parameters and their types."""
+def converter(field: Field[Any, Any], connection: Any) -> Convert | None:
+    """How a value of `field` read from the database becomes the model's (None: as it comes).
+    The field's own `from_db_value` (JSON); a boolean from its `to_python` (SQLite gives 0 or
+    1 for an annotation); a datetime made aware when the database keeps it naive in UTC
+    (SQLite, as Django stores it there)."""
+    from_db = getattr(field, "from_db_value", None)
+    if from_db is not None:
+        return lambda value: from_db(value, None, connection)
+    if isinstance(field, BooleanField):
+        return field.to_python
+    if isinstance(field, DateTimeField):
+        return _aware
+    return None
 
-    def __init__(self, build: Callable[..., QuerySet[M, Any]], **names: type) -> None:
+
+def _aware(value: Any) -> datetime:
+    moment = _DATETIME.to_python(value)
+    if moment is not None and timezone.is_naive(moment):
+        return timezone.make_aware(moment, UTC)
+    return moment
+
+
+class Statement(Generic[M]):
+    """A SELECT built by `build(**stand_ins)`, its SQL taken once per database; `names` are its
+    parameters and their types. `columns`: the fields that read columns not the model's own
+    (an annotation, a joined table's column), by the column's name."""
+
+    def __init__(
+        self,
+        build: Callable[..., QuerySet[M, Any]],
+        *,
+        columns: Mapping[str, Field[Any, Any]] | None = None,
+        **names: type,
+    ) -> None:
         self.build, self.names = build, names
-        self._compiled: weakref.WeakKeyDictionary[Any, Compiled] = weakref.WeakKeyDictionary()
+        self.columns = dict(columns or {})
+        self._compiled: dict[str, Compiled] = {}  # by the database's vendor
 
     def _run(self, values: dict[str, Any]) -> tuple[Compiled, Any]:
         compiled = self._here(values)
@@ -102,27 +167,37 @@ class Statement(Generic[M]):
         return compiled, cursor
 
     def _here(self, values: dict[str, Any]) -> Compiled:
-        """The statement as compiled for this thread's connection (each thread has its own)."""
+        """The statement as built for this database."""
         if set(values) != set(self.names):
             raise TypeError(f"a statement of {sorted(self.names)} was given {sorted(values)}")
-        connection = connections[DEFAULT_DB_ALIAS]
-        compiled = self._compiled.get(connection)
-        if compiled is None:  # the first run on this connection
-            compiled = self._compiled[connection] = self._compile()
+        vendor = connections[DEFAULT_DB_ALIAS].vendor
+        compiled = self._compiled.get(vendor)
+        if compiled is None:  # its first run in this process
+            compiled = self._compiled[vendor] = self._compile(self._stand_ins())
         return compiled
+
+    def _stand_ins(self) -> dict[str, Any]:
+        return {name: STAND_INS[kind](n) for n, (name, kind) in enumerate(self.names.items())}
 
     def sql(self, **values: Any) -> tuple[str, list[Any]]:
         """Its SQL and parameters for `values`, not run: a part of a larger statement."""
         compiled = self._here(values)
         return compiled.sql, compiled.params(values)
 
-    def _compile(self) -> Compiled:
-        stand_ins = {name: STAND_INS[kind](n) for n, (name, kind) in enumerate(self.names.items())}
-        query = self._query(stand_ins)
-        return Compiled(query.get_compiler(using=DEFAULT_DB_ALIAS), self.names)
+    def _compile(self, stand_ins: dict[str, Any]) -> Compiled:
+        queryset = self.build(**stand_ins)
+        sql, params = sql_of(lambda: list(queryset))
+        return Compiled(sql, params, self.names, queryset.model, self._fields(queryset.model))
 
-    def _query(self, stand_ins: dict[str, Any]) -> Query:
-        return self.build(**stand_ins).query
+    def _fields(self, model: type[Model]) -> dict[str, Field[Any, Any]]:
+        """Each column's field by the names it may come under (a model's column: its name in a
+        values_list, its attribute's, its column's), then the fields named for others."""
+        own = {
+            name: field
+            for field in model._meta.concrete_fields
+            for name in (field.name, field.attname, str(field.column))
+        }
+        return {**own, **self.columns}
 
     def rows(self, **values: Any) -> Rows:
         """A values_list queryset's rows, as it would give them."""
@@ -137,8 +212,7 @@ class Statement(Generic[M]):
     @staticmethod
     def _rows_of(compiled: Compiled, cursor: Any) -> Rows:
         with cursor:
-            fetched = cursor.fetchall()
-        return [tuple(row) for row in compiled.convert(fetched)]
+            return compiled.convert(cursor, cursor.fetchall())
 
     def first(self, **values: Any) -> tuple[Any, ...] | None:
         found = self.rows(**values)
@@ -154,20 +228,23 @@ class Statement(Generic[M]):
         compiled, cursor = self._run(values)
         return _read_after(lambda: self._objects_of(compiled, cursor))
 
-    def _objects_of(self, compiled: Compiled, cursor: Any) -> list[M]:
+    @staticmethod
+    def _objects_of(compiled: Compiled, cursor: Any) -> list[Any]:
         with cursor:
-            fetched = cursor.fetchall()
-        compiler = compiled.compiler
-        info = compiler.klass_info
-        assert info is not None and not info.get("related_klass_infos"), "one model, no joins"
-        start, end = info["select_fields"][0], info["select_fields"][-1] + 1
-        names = [column[0].target.attname for column in compiler.select[start:end]]
-        db = compiler.using
+            rows = compiled.convert(cursor, cursor.fetchall())
+        if not rows:
+            return []
+        model = compiled.model
+        columns = compiled.columns or []
+        own = {str(field.column): field.attname for field in model._meta.concrete_fields}
+        places = [n for n, name in enumerate(columns) if name in own]
+        names = [own[columns[n]] for n in places]
+        extra = [(name, n) for n, name in enumerate(columns) if name not in own]
         made = []
-        for row in compiled.convert(fetched):
-            instance = info["model"].from_db(db, names, row[start:end])
-            for name, position in compiler.annotation_col_map.items():
-                setattr(instance, name, row[position])
+        for row in rows:
+            instance = model.from_db(DEFAULT_DB_ALIAS, names, [row[n] for n in places])
+            for name, n in extra:
+                setattr(instance, name, row[n])
             made.append(instance)
         return made
 
@@ -175,7 +252,7 @@ class Statement(Generic[M]):
         """The one instance, as `get` gives it (the model's DoesNotExist when there is none)."""
         found = self.objects(**values)
         if not found:
-            model: Any = self._compiled[connections[DEFAULT_DB_ALIAS]].compiler.query.model
+            model: Any = self._here(values).model
             raise model.DoesNotExist(f"{model.__name__} matching {values} does not exist.")
         return found[0]
 
@@ -201,17 +278,19 @@ class Update(Statement[M]):
     values to set (expressions too), as `queryset.update(**values)` would take them."""
 
     def __init__(
-        self, build: Callable[..., tuple[QuerySet[M, Any], dict[str, Any]]], **names: type
+        self,
+        build: Callable[..., tuple[QuerySet[M, Any], dict[str, Any]]],
+        *,
+        columns: Mapping[str, Field[Any, Any]] | None = None,
+        **names: type,
     ) -> None:
-        super().__init__(lambda **values: build(**values)[0], **names)
+        super().__init__(lambda **values: build(**values)[0], columns=columns, **names)
         self.build_update = build
 
-    def _query(self, stand_ins: dict[str, Any]) -> Query:
+    def _compile(self, stand_ins: dict[str, Any]) -> Compiled:
         queryset, values = self.build_update(**stand_ins)
-        query = queryset.query.chain(UpdateQuery)
-        assert isinstance(query, UpdateQuery)
-        query.add_update_values(values)
-        return query
+        sql, params = sql_of(lambda: queryset.update(**values))
+        return Compiled(sql, params, self.names, queryset.model, self._fields(queryset.model))
 
     def execute(self, **values: Any) -> int:
         """The count of rows changed."""
@@ -241,101 +320,49 @@ class Returning(Update[M]):
     after it: `UPDATE … RETURNING`, one statement where an UPDATE and a SELECT were two (both
     PostgreSQL and SQLite 3.35 have it). `read` is a queryset of the same model whose columns
     are the table's own and annotations of correlated subqueries (no join: RETURNING names
-    only the updated table). Its rows come back through `objects` and `one`, converted by
-    `read`'s compiler."""
+    only the updated table). Its rows come back through `objects` and `one`."""
 
     def __init__(
         self,
         build: Callable[..., tuple[QuerySet[M, Any], dict[str, Any]]],
         read: Callable[..., QuerySet[M, Any]],
+        *,
+        columns: Mapping[str, Field[Any, Any]] | None = None,
         **names: type,
     ) -> None:
-        super().__init__(build, **names)
+        super().__init__(build, columns=columns, **names)
         self.read = read
 
-    def _compile(self) -> Compiled:
-        stand_ins = {name: STAND_INS[kind](n) for n, (name, kind) in enumerate(self.names.items())}
-        update_sql, update_params = self._query(stand_ins).get_compiler(DEFAULT_DB_ALIAS).as_sql()
-        reading = self.read(**stand_ins).query.get_compiler(using=DEFAULT_DB_ALIAS)
-        reading.as_sql()  # its columns, the instances' layout and the annotations' places
-        query = reading.query
-        if any(count for alias, count in query.alias_refcount.items() if alias != query.base_table):
-            raise ValueError("a RETURNING clause names only the updated table: no joins")
-        columns = [compiled for _, compiled, _ in reading.select]
-        sql = f"{update_sql} RETURNING {', '.join(column for column, _ in columns)}"
-        params = (*update_params, *(param for _, more in columns for param in more))
-        return Compiled(reading, self.names, (sql, params))
+    def _compile(self, stand_ins: dict[str, Any]) -> Compiled:
+        queryset, values = self.build_update(**stand_ins)
+        update_sql, update_params = sql_of(lambda: queryset.update(**values))
+        reading = self.read(**stand_ins)
+        read_sql, read_params = sql_of(lambda: list(reading))
+        select, columns_params = _select_list(read_sql, read_params, reading.model)
+        sql = f"{update_sql} RETURNING {select}"
+        params = (*update_params, *columns_params)
+        return Compiled(sql, params, self.names, queryset.model, self._fields(queryset.model))
 
 
-class Insert(Generic[M]):
-    """A new row of `model`, every column but its generated key: `save(instance)` does what
-    the ORM's `save(force_insert=True)` does (each field's pre_save and database preparation,
-    the pre_save and post_save signals) with an INSERT compiled once per connection, and sets
-    the key the database gave. For a model whose columns all take a plain placeholder and
-    whose relations are given as ids (the prompt path's entries)."""
-
-    def __init__(self, model: type[M]) -> None:
-        meta = model._meta
-        self.model = model
-        self.fields = [
-            field for field in meta.local_concrete_fields if field is not meta.auto_field
-        ]
-        plain = not any(getattr(field, "get_placeholder", None) for field in self.fields)
-        if not plain or meta.db_returning_fields != [meta.pk]:
-            raise ValueError(f"{model.__name__}'s INSERT cannot be compiled once")
-        self._compiled: weakref.WeakKeyDictionary[Any, tuple[str, Any]] = (
-            weakref.WeakKeyDictionary()
-        )
-
-    def save(self, instance: M) -> M:
-        connection = connections[DEFAULT_DB_ALIAS]
-        compiled = self._compiled.get(connection)
-        if compiled is None:
-            compiled = self._compiled[connection] = self._compile(instance)
-        sql, returning = compiled
-        values = self.prepared(instance)
-        meta, ops = self.model._meta, cast(Any, connection.ops)  # each backend's own methods
-        with connection.cursor() as cursor:
-            cursor.execute(sql, values)
-            if connection.features.can_return_columns_from_insert:
-                (key,) = ops.fetch_returned_insert_columns(cursor, returning)
-            else:
-                key = ops.last_insert_id(cursor, meta.db_table, meta.pk.column)
-        return self.saved(instance, key)
-
-    def prepared(self, instance: M) -> list[Any]:
-        """The pre_save signal sent, and each field's value as the database takes it (in the
-        order of `fields`): what an INSERT of another shape sends too."""
-        signals.pre_save.send(**self._saving(instance), using=DEFAULT_DB_ALIAS)
-        connection = connections[DEFAULT_DB_ALIAS]
-        return [
-            field.get_db_prep_save(field.pre_save(instance, True), connection)
-            for field in self.fields
-        ]
-
-    def saved(self, instance: M, key: Any) -> M:
-        """The instance as the row `key` written for it, and the post_save signal sent."""
-        instance.pk = key
-        instance._state.adding, instance._state.db = False, DEFAULT_DB_ALIAS
-        signals.post_save.send(**self._saving(instance), created=True, using=DEFAULT_DB_ALIAS)
-        return instance
-
-    def _saving(self, instance: M) -> dict[str, Any]:
-        return {"sender": self.model, "instance": instance, "raw": False, "update_fields": None}
-
-    def _compile(self, instance: M) -> tuple[str, Any]:
-        query = InsertQuery(self.model)
-        query.insert_values(self.fields, [instance])
-        compiler = query.get_compiler(using=DEFAULT_DB_ALIAS)
-        compiler.returning_fields = [self.model._meta.pk]
-        ((sql, _),) = compiler.as_sql()
-        return sql, compiler.returning_params
+def _select_list(
+    sql: str, params: tuple[Any, ...], model: type[Model]
+) -> tuple[str, tuple[Any, ...]]:
+    """The columns a SELECT of `model`'s table alone reads, and their parameters: what follows
+    SELECT up to the FROM of its table (a subquery among them names its tables by aliases of
+    its own, U0 and on, so the last FROM of the table without one is the statement's)."""
+    table = f'"{model._meta.db_table}"'
+    head, found, tail = sql.rpartition(f" FROM {table}")
+    joined = not tail.startswith((" WHERE ", " ORDER BY ", " LIMIT ")) and tail != ""
+    if not found or not head.startswith("SELECT ") or joined or " JOIN " in tail:
+        raise ValueError("a RETURNING clause names only the updated table: no joins")
+    select = head.removeprefix("SELECT ")
+    return select, params[: select.count("%s")]
 
 
 def _adapted(connection: Any, kind: type, value: Any) -> Any:
     """A value as the ORM sends it to this database (SQLite: a datetime as text)."""
     if kind is datetime and value is not None:
-        return connection.ops.adapt_datetimefield_value(value)
+        return _DATETIME.get_db_prep_value(value, connection)
     return value
 
 

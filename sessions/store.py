@@ -96,8 +96,7 @@ def branch_back_to(session: ChatSession, stops: Collection[int], limit: int) -> 
     cost is the distance walked, not the session's size. None when that is more than `limit`
     entries (the caller reads the whole branch instead)."""
     connection = connections[DEFAULT_DB_ALIAS]
-    q = connection.ops.quote_name
-    entries, sessions = q(Entry._meta.db_table), q(ChatSession._meta.db_table)
+    entries, sessions = f'"{Entry._meta.db_table}"', f'"{ChatSession._meta.db_table}"'  # quoted
     stopping = f"AND up.id NOT IN ({', '.join(['%s'] * len(stops))})" if stops else ""
     sql = (
         f"WITH RECURSIVE up(id, parent_id, walked) AS ("

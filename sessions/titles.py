@@ -17,7 +17,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import BooleanField, Exists, OuterRef, QuerySet
 
 from . import store
 from .content import text_of, title_from
@@ -84,7 +84,9 @@ def _with_preference(session_id: int) -> QuerySet[ChatSession, Any]:
 
 
 # Compiled once: read at the end of every session's first reply, on the one database thread.
-WITH_PREFERENCE: Statement[ChatSession] = Statement(_with_preference, session_id=int)
+WITH_PREFERENCE: Statement[ChatSession] = Statement(
+    _with_preference, columns={"prefers": BooleanField()}, session_id=int
+)
 
 
 async def write(start: Wanted, provider: Provider) -> str:

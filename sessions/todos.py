@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q, QuerySet, Value
+from django.db.models import BooleanField, Q, QuerySet, Value
 
 from .models import ChatSession, Entry
 from .shapes import part
@@ -200,7 +200,9 @@ def _changing(session_id: int, after: int) -> QuerySet[Entry, Any]:
     return with_the_newest(new, changing, Value(False))
 
 
-CHANGES: Statement[Entry] = Statement(_changing, session_id=int, after=int)
+CHANGES: Statement[Entry] = Statement(
+    _changing, columns={"changes": BooleanField()}, session_id=int, after=int
+)
 WALK = 200  # entries walked up from the leaf for the list; further, the whole branch is read
 
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.contrib.sessions.models import Session
 from django.db import connection
-from django.db.models import Exists, F, OuterRef
+from django.db.models import BooleanField, Exists, F, OuterRef
 from django.db.models.signals import post_save, pre_save
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -19,7 +19,8 @@ from django.utils import timezone
 from sessions import sign_ins, status
 from sessions.generation.turns import next_turn, queue_prompt
 from sessions.models import ChatSession, Entry, PendingPrompt, Preferences
-from sessions.statements import Insert, Returning, Statement, Update, sent_together
+from sessions.models.appending import Insert
+from sessions.statements import Returning, Statement, Update, sent_together
 
 from . import round_trips
 from . import test_structure as structure
@@ -37,6 +38,7 @@ def test_rows_are_the_querysets_rows_converted_as_it_converts_them(owner):
     columns = ("generation_started_at", "leaf__data", "building")
     reads = Statement(
         lambda session_id: ChatSession.objects.filter(pk=session_id).values_list(*columns),
+        columns={"leaf__data": Entry._meta.get_field("data")},  # another table's: named
         session_id=int,
     )
     assert reads.rows(session_id=session.pk) == [(NOON, {"mentions": [[7, "x"]]}, False)]
@@ -117,10 +119,12 @@ def test_an_update_returning_gives_the_rows_it_changed_as_the_read_reads_them_af
         lambda session_id, **_: ChatSession.objects.annotate(
             queued=Exists(PendingPrompt.objects.filter(session_id=OuterRef("pk")))
         ).filter(pk=session_id),
+        columns={"queued": BooleanField()},  # an annotation's field (SQLite gives 0 or 1)
         session_id=int,
         generation_id=str,
         now=datetime,
     )
+    assert take.objects(session_id=held.pk, generation_id="mine", now=NOON) == []  # not free
     with CaptureQueriesContext(connection) as sent:
         (taken,) = take.objects(session_id=free.pk, generation_id="mine", now=NOON)
     assert len(sent.captured_queries) == 1
@@ -170,10 +174,12 @@ def test_the_sql_is_built_once_and_sent_again(owner):
         return ChatSession.objects.filter(pk=session_id).values_list("title")
 
     titles = Statement(build, session_id=int)
+    titles.rows(session_id=session.pk)
     with CaptureQueriesContext(connection) as sent:
         for _ in range(3):
             titles.rows(session_id=session.pk)
     assert len(built) == 1  # once, with its stand-in values
+    assert len(sent.captured_queries) == 3
     assert len({query["sql"] for query in sent.captured_queries}) == 1
     assert all(str(session.pk) in query["sql"] for query in sent.captured_queries)
 
@@ -524,9 +530,15 @@ SAMPLES = {int: 1, str: "a value", datetime: NOON}
 
 
 def test_every_statement_of_the_app_compiles_and_runs_on_this_database(owner):
-    """Each statement the app's modules define, compiled for this database with a value of each
+    """Each statement the app's modules define, built for this database with a value of each
     parameter's type and run: a query changed so that a parameter no longer reaches its SQL as
-    given fails here, not at a user's prompt."""
+    given fails here, not at a user's prompt. A read gives what its queryset gives."""
+    session = make_session(owner, exchanges=2)
+    session.append_message("user", [{"type": "text", "text": "hi"}], data={"mentions": []})
+    Preferences.objects.create(user=owner, auto_handoff_at=80, recall_everywhere=False)
+    PendingPrompt.objects.create(session=session, text="waiting")
+    ChatSession.objects.filter(pk=session.pk).update(generation_id="gen", deleted_at=None)
+    given = {"session_id": session.pk, "owner_id": owner.pk, "user_id": owner.pk, "after": 0}
     found = [
         value
         for name in sorted(structure.modules())
@@ -535,8 +547,35 @@ def test_every_statement_of_the_app_compiles_and_runs_on_this_database(owner):
         if isinstance(value, Statement)
     ]
     assert len(found) >= 20
+    compared = 0
     for statement in found:
-        values = {parameter: SAMPLES[kind] for parameter, kind in statement.names.items()}
+        read = type(statement) is Statement  # an update changes nothing of the session's
+        values = {
+            parameter: given.get(parameter, SAMPLES[kind]) if read else SAMPLES[kind]
+            for parameter, kind in statement.names.items()
+        }
         sql, params = statement.sql(**values)
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
+        if read:  # what the ORM itself gives
+            expected = list(statement.build(**values))
+            if expected and not isinstance(expected[0], tuple):
+                given_back = [_state_of(one) for one in statement.objects(**values)]
+                assert given_back == [_state_of(one) for one in expected]
+            else:
+                assert _typed(statement.rows(**values)) == _typed(expected)
+            compared += bool(expected)
+    assert compared >= 8  # reads that found rows to compare
+
+
+def _state_of(instance: object) -> dict[str, object]:
+    """A model instance's columns and annotations, each with its type (1 is not True)."""
+    return {
+        name: (type(value), value)
+        for name, value in vars(instance).items()
+        if not name.startswith("_")
+    }
+
+
+def _typed(rows: list[tuple[object, ...]]) -> list[list[tuple[type, object]]]:
+    return [[(type(value), value) for value in row] for row in rows]

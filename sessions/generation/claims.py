@@ -12,14 +12,14 @@ import asyncio
 import logging
 import time
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import Count, Field, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.db.models.lookups import GreaterThan
 from django.utils import timezone
@@ -83,7 +83,8 @@ def _claimed_where(
 
 def _taking(where: Callable[[datetime], Q]) -> Update[ChatSession]:
     """The claim taken where the session's row is `where(now)`: one UPDATE, compiled once."""
-    return Update(_claimed_where(lambda claim: where(claim["now"])), session_id=int, **CLAIM)
+    claimed = _claimed_where(lambda claim: where(claim["now"]))
+    return Update(claimed, columns=None, session_id=int, **CLAIM)
 
 
 TAKE_FREE = _taking(lambda now: Q(generation_id=""))
@@ -91,7 +92,10 @@ TAKE_LAPSED = _taking(ChatSession.claimable)  # free, or its lease ran out
 
 
 def taking_free_and_reading(
-    read: Callable[[int], QuerySet[ChatSession, Any]], *, signed_in: bool = False
+    read: Callable[[int], QuerySet[ChatSession, Any]],
+    *,
+    columns: Mapping[str, Field[Any, Any]],
+    signed_in: bool = False,
 ) -> Returning[ChatSession]:
     """The claim taken when the session is free and its owner runs fewer generations than
     `under` (the owner's cap, SPEC B8), and the session read as `read(session_id)` after it:
@@ -110,6 +114,7 @@ def taking_free_and_reading(
     return Returning(
         _claimed_where(where),
         lambda session_id, **claim: read(session_id),
+        columns=columns,  # the fields of `read`'s annotations
         session_id=int,
         **CLAIM,
         under=int,

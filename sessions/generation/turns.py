@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef, QuerySet, Subquery
+from django.db.models import BooleanField, Exists, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
 from .. import mentions, prompting, status, store, todos, usage
@@ -128,8 +128,7 @@ def queue_prompt(
 
 
 def _as_claimed(session_id: int) -> tuple[ChatSession, bool, int | None]:
-    """The session as its claim left it, whether prompts are queued in it, and its owner's
-    automatic-handoff threshold: one query."""
+    """The session after its claim, whether prompts wait, its owner's threshold: one query."""
     claimed = AS_CLAIMED.one(session_id=session_id)
     return claimed, bool(getattr(claimed, "queued", False)), getattr(claimed, "auto_at", None)
 
@@ -150,9 +149,10 @@ def _owners(preference: str) -> Subquery:
     return Subquery(Preferences.objects.filter(user_id=OuterRef("owner_id")).values(preference))
 
 
-AS_CLAIMED: Statement[ChatSession] = Statement(_claimed, session_id=int)
-CLAIMED_IF_FREE = taking_free_and_reading(_claimed)
-CLAIMED_IF_FREE_AND_HELD = taking_free_and_reading(_claimed, signed_in=True)
+_FLAGS = {name: BooleanField() for name in ("queued", "recalls_everywhere", "proposes_handoff")}
+AS_CLAIMED: Statement[ChatSession] = Statement(_claimed, columns=_FLAGS, session_id=int)
+CLAIMED_IF_FREE = taking_free_and_reading(_claimed, columns=_FLAGS)
+CLAIMED_IF_FREE_AND_HELD = taking_free_and_reading(_claimed, columns=_FLAGS, signed_in=True)
 
 
 def first_turn(

@@ -1,6 +1,6 @@
 """The statements every append runs, for every message of every prompt (issue 21): the
 session's leaf read under a lock, the entry's row, and the session's row written after it
-(with the title a first message gives), each compiled once (`sessions.statements`). On
+(with the title a first message gives), each built once (`sessions.statements`, `Insert`). On
 PostgreSQL the three are one statement (`_entry_sent`): a round trip there is 0.5–1 ms, and
 the three in a transaction were five of them. The leaf's read may require more of the
 session's row (`sending_if`): a prompt sent with its claim is stored only where the claim
@@ -11,16 +11,63 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from django.apps import apps
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
-from django.db.models import Case, F, QuerySet, Value, When
+from django.db.models import Case, DateTimeField, F, Model, QuerySet, Value, When, signals
 from django.utils import timezone
 
 from ..content import text_of, title_from
-from ..statements import Insert, Statement, Update
+from ..statements import Statement, Update
 from .entry import Entry
+
+M = TypeVar("M", bound=Model)
+
+
+class Insert(Generic[M]):
+    """A new row of `model`, every column but its generated key: `save(instance)` does what
+    the ORM's `save(force_insert=True)` does (each field's pre_save and database preparation,
+    the pre_save and post_save signals) with one INSERT written once, and sets the key the
+    database gave. For a model whose relations are given as ids (the prompt path's entries)."""
+
+    def __init__(self, model: type[M]) -> None:
+        meta = model._meta
+        self.model = model
+        self.fields = [field for field in meta.concrete_fields if not field.primary_key]
+        columns = ", ".join(f'"{field.column}"' for field in self.fields)
+        places = ", ".join("%s" for _ in self.fields)
+        self.sql = (
+            f'INSERT INTO "{meta.db_table}" ({columns}) VALUES ({places}) '
+            f'RETURNING "{meta.pk.column}"'
+        )
+
+    def save(self, instance: M) -> M:
+        values = self.prepared(instance)
+        with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+            cursor.execute(self.sql, values)
+            (key,) = cursor.fetchone()
+        return self.saved(instance, key)
+
+    def prepared(self, instance: M) -> list[Any]:
+        """The pre_save signal sent, and each field's value as the database takes it (in the
+        order of `fields`): what an INSERT of another shape sends too."""
+        signals.pre_save.send(**self._saving(instance), using=DEFAULT_DB_ALIAS)
+        connection = connections[DEFAULT_DB_ALIAS]
+        return [
+            field.get_db_prep_save(field.pre_save(instance, True), connection)
+            for field in self.fields
+        ]
+
+    def saved(self, instance: M, key: Any) -> M:
+        """The instance as the row `key` written for it, and the post_save signal sent."""
+        instance.pk = key
+        instance._state.adding, instance._state.db = False, DEFAULT_DB_ALIAS
+        signals.post_save.send(**self._saving(instance), created=True, using=DEFAULT_DB_ALIAS)
+        return instance
+
+    def _saving(self, instance: M) -> dict[str, Any]:
+        return {"sender": self.model, "instance": instance, "raw": False, "update_fields": None}
 
 
 def _sessions() -> QuerySet[Any, Any]:
@@ -163,7 +210,7 @@ def _in_one_statement(
     reported, added, title = moved
     row = ENTRY.prepared(entry)
     del row[_PARENT]  # the leaf's, read in the statement
-    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    now = _NOW.get_db_prep_value(timezone.now(), connection)
     params = [*leaf_params, *row, now, reported, reported, added, title, entry.session_id]
     cursor = connection.cursor()
     cursor.execute(_one_statement(leaf_sql), params)
@@ -180,6 +227,7 @@ def _in_one_statement(
     return written
 
 
+_NOW = DateTimeField()  # prepares the moment of the append as the ORM sends it
 _PARENT = next(n for n, field in enumerate(ENTRY.fields) if field.attname == "parent_id")
 
 
@@ -187,8 +235,10 @@ _PARENT = next(n for n, field in enumerate(ENTRY.fields) if field.attname == "pa
 def _one_statement(leaf: str) -> str:
     """Its SQL around the leaf's read `leaf`, built once (PostgreSQL's alone: SQLite has no
     data-modifying WITH)."""
-    connection: Any = connections[DEFAULT_DB_ALIAS]  # each backend's own quoting
-    q = connection.ops.quote_name
+
+    def q(name: str | None) -> str:  # a name quoted as PostgreSQL (and the SQL standard) quotes it
+        return f'"{name}"'
+
     sessions, entries = q(_sessions().model._meta.db_table), q(Entry._meta.db_table)
     columns = ", ".join(q(field.column) for field in ENTRY.fields)
     values = ", ".join("leaf.leaf_id" if n == _PARENT else "%s" for n in range(len(ENTRY.fields)))
