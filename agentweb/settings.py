@@ -376,17 +376,16 @@ AGENTWEB_PARTIAL_SAVE_SECONDS = env_float("AGENTWEB_PARTIAL_SAVE_SECONDS", 2.0)
 AGENTWEB_PARTIAL_SAVE_CHARS = env_int("AGENTWEB_PARTIAL_SAVE_CHARS", 4_000)
 # A generation's claim on its session lasts this long unless its process renews it.
 AGENTWEB_GENERATION_LEASE = env_float("AGENTWEB_GENERATION_LEASE", 15.0)
-# A deleted session can be restored for this long; then it is purged with its entries.
-AGENTWEB_UNDO_DELETE_SECONDS = env_int("AGENTWEB_UNDO_DELETE_SECONDS", 86_400)
+AGENTWEB_UNDO_DELETE_SECONDS = env_int("AGENTWEB_UNDO_DELETE_SECONDS", 86_400)  # then purged
 # The agent's tool loop: at most this many rounds of tool calls in one reply, and calls that run
 # in one round (the model's further calls get an error result).
 AGENTWEB_MAX_TOOL_ROUNDS = env_int("AGENTWEB_MAX_TOOL_ROUNDS", 8)
 AGENTWEB_MAX_TOOL_CALLS = env_int("AGENTWEB_MAX_TOOL_CALLS", 32)
-# What one recall returns at most: entries, and characters of their text.
-AGENTWEB_RECALL_ENTRIES = env_int("AGENTWEB_RECALL_ENTRIES", 8)
-AGENTWEB_RECALL_CHARS = env_int("AGENTWEB_RECALL_CHARS", 4_000)
+AGENTWEB_RECALL_ENTRIES = env_int("AGENTWEB_RECALL_ENTRIES", 8)  # what one recall returns at most
+AGENTWEB_RECALL_CHARS = env_int("AGENTWEB_RECALL_CHARS", 4_000)  # and characters of their text
 # MCP (README, "Tools (MCP)"): the operator's file; a call's, a start's and a question's longest
-# wait (s); a result's characters the model reads and the session keeps; an image's bytes.
+# wait (s); a result's characters the model reads and the session keeps; an image's bytes; the
+# longest message (bytes) a stdio server may send (`sessions/mcp/bounded.py`).
 AGENTWEB_MCP_SERVERS = env_str("AGENTWEB_MCP_SERVERS")
 AGENTWEB_MCP_TIMEOUT = env_float("AGENTWEB_MCP_TIMEOUT", 120.0)
 AGENTWEB_MCP_CONNECT_SECONDS = env_float("AGENTWEB_MCP_CONNECT_SECONDS", 30.0)
@@ -394,6 +393,7 @@ AGENTWEB_MCP_APPROVAL_SECONDS = env_float("AGENTWEB_MCP_APPROVAL_SECONDS", 600.0
 AGENTWEB_MCP_RESULT_CHARS = env_int("AGENTWEB_MCP_RESULT_CHARS", 20_000)
 AGENTWEB_MCP_KEPT_CHARS = env_int("AGENTWEB_MCP_KEPT_CHARS", 1_000_000)
 AGENTWEB_MCP_IMAGE_BYTES = env_int("AGENTWEB_MCP_IMAGE_BYTES", 5_000_000)
+AGENTWEB_MCP_MESSAGE_BYTES = env_int("AGENTWEB_MCP_MESSAGE_BYTES", 8_000_000)
 # Todo items open for this many replies without an update: the model gets a reminder (0: never).
 AGENTWEB_TODO_REMINDER_TURNS = env_int("AGENTWEB_TODO_REMINDER_TURNS", 3)
 # The cheap model that writes a session's title, when a user prefers generated titles.

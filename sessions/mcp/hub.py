@@ -13,10 +13,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import tempfile
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any, TypeVar
 
 import httpx2
@@ -30,6 +32,8 @@ from mcp.shared.exceptions import MCPError
 
 from . import config
 from .config import ServerConfig
+
+BOUNDED = str(Path(__file__).with_name("bounded.py"))
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -146,8 +150,12 @@ class Server:
             self.errors.close()
         # kept open while the server runs (closed by `close`, or at the next start)
         self.errors = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-        params = StdioServerParameters(
-            command=spec.command, args=list(spec.args), env=dict(spec.env) or None, cwd=spec.cwd
+        bounded = [BOUNDED, str(settings.AGENTWEB_MCP_MESSAGE_BYTES), "--", spec.command]
+        params = StdioServerParameters(  # the server under the relay that bounds its messages
+            command=sys.executable,
+            args=["-I", *bounded, *spec.args],
+            env=dict(spec.env) or None,
+            cwd=spec.cwd,
         )
         return stdio_client(params, errlog=self.errors)
 
