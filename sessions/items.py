@@ -62,6 +62,12 @@ NUMBER = re.compile(
 # A colour the user dictates: #2E3440 (six digits), or #fa0 (three, one a letter: #481 is an
 # issue's number).
 COLOUR = re.compile(r"#(?:[0-9a-fA-F]{6}|(?=[0-9]*[a-fA-F])[0-9a-fA-F]{3})(?![\w-])")
+# A name the user gives something ("…is called Marigold Bistro", "named “Nord Light”"): up to
+# four capitalised words after `called` or `named`.
+NAME = re.compile(r"[A-Z][\w'&-]*(?:\s[A-Z][\w'&-]*){0,3}")
+NAMED = "|".join(
+    f"(?<=\\b{verb} {quote})" for verb in ("called", "named") for quote in ("", '"', "“", "'")
+)
 DECISION = re.compile(
     r"\b(?:decided|decision|we'll use|we will use|let's use|going with|chose|agreed|"
     r"instead of|settled on)\b",
@@ -91,6 +97,7 @@ KIND_NAMES = {
     "url": "URL",
     "number": "Number",
     "decision": "Decision",
+    "name": "Name",
 }
 KIND_LABELS = {
     "path": "File paths",
@@ -99,6 +106,7 @@ KIND_LABELS = {
     "url": "URLs",
     "number": "Numbers",
     "decision": "Decisions",
+    "name": "Names",
 }
 
 
@@ -139,6 +147,7 @@ SPANNING = re.compile(
             ("error", r"\b(?=[A-Zefnprw])", ERROR),
             ("path", r"(?<![\w/.-])(?=[\w~-]*+[/.])", PATH),
             ("identifier", r"\b(?=[v\d])", VERSION),
+            ("name", f"(?=[A-Z])(?:{NAMED})", NAME),
             ("identifier_", r"\b(?=[A-Za-z_])(?=[a-z0-9]*+[._(A-Z])", IDENTIFIER),
             ("number", r"\b(?=\d)", NUMBER),
             ("number_", r"(?<![\w&#])(?=#)", COLOUR),

@@ -174,13 +174,15 @@ REVISION_REACH = 20  # the user's messages after an entry looked at for one that
 
 def revised_by(entry: Entry) -> int | None:
     """The user's later message in the entry's session (one of the next REVISION_REACH) that
-    turns down what it says ("no, don't…", "why would we…", sharing its words), or None."""
+    turns down or replaces what it says ("no, don't…", "why would we…", "…instead", sharing
+    its words), or None."""
     said = salience.content_words(entry.search_text)
     later = Entry.objects.filter(
         session_id=entry.session_id, pk__gt=entry.pk, kind=Entry.Kind.MESSAGE, role=Entry.Role.USER
     )
     for pk, text in later.order_by("pk").values_list("pk", "search_text")[:REVISION_REACH]:
-        if salience.REJECTION.search(text) and said & salience.content_words(text):
+        turned = salience.REJECTION.search(text) or salience.REPLACES.search(text)
+        if turned and said & salience.content_words(text):
             return int(pk)
     return None
 

@@ -56,7 +56,7 @@ SOURCE_LABELS = {
     "thinking": "the assistant's thinking",
     "tool_result": "a tool result",
 }
-KIND_WEIGHTS = {"decision": 1.5, "url": 0.5, "error": 1.0}
+KIND_WEIGHTS = {"decision": 1.5, "url": 0.5, "error": 1.0, "name": 1.0}
 SALIENT = 4.5  # from this salience on, an item is one a handoff must carry
 WEIGHT_FROM = 3.0  # below this salience an item does not count in the score
 
@@ -170,6 +170,12 @@ REJECTION = re.compile(
     re.IGNORECASE,
 )
 REJECTION_REACH = 6  # a rejection with no words in common turns down a decision this recent
+# A decision that says it replaces an earlier one ("…instead", "switch to…", "no longer…").
+REPLACES = re.compile(
+    r"\b(?:instead|rather than|switch(?:ed|ing)? (?:to|over)|replac(?:e|es|ed|ing)|no longer|"
+    r"changed? (?:our|my) minds?|from now on|after all)\b",
+    re.IGNORECASE,
+)
 
 
 class _Tally:
@@ -178,6 +184,7 @@ class _Tally:
     def __init__(self, cwd: str) -> None:
         self.cwd = cwd
         self.found: dict[tuple[str, str], Item] = {}
+        self.decisions: list[Item] = []
         self.last_read = 0
 
     def add(
@@ -194,6 +201,10 @@ class _Tally:
         item = self.found.get(key)
         if item is None:
             item = self.found[key] = Item(kind, text)
+            if kind == "decision":
+                if REPLACES.search(text):
+                    self.replaces(item, position)
+                self.decisions.append(item)
         new_entry = item.last_position != position or not item.mentions
         if new_entry:
             item.mentions += 1
@@ -211,15 +222,24 @@ class _Tally:
             return
         said = content_words(text)
         decisions = [
-            item
-            for item in self.found.values()
-            if item.kind == "decision" and item.last_position < position and not item.superseded
+            item for item in self.decisions if item.last_position < position and not item.superseded
         ]
         decisions.sort(key=lambda item: -item.last_position)
         for item in decisions:
             shared = said & content_words(item.text)
             if shared or position - item.last_position <= REJECTION_REACH and not said:
                 item.superseded = f"rejected later (entry {position + 1:,})"
+                return
+
+    def replaces(self, decision: Item, position: int) -> None:
+        """A new decision that says it replaces another: the latest earlier decision that
+        shares a word with it is superseded ("…use PostgreSQL instead of Redis for the queue"
+        replaces "we decided to use Redis for the queue")."""
+        said = content_words(decision.text)
+        for item in sorted(self.decisions, key=lambda item: -item.last_position):
+            earlier = item is not decision and not item.superseded
+            if earlier and item.last_position < position and said & content_words(item.text):
+                item.superseded = f"replaced later (entry {position + 1:,})"
                 return
 
     def ranked(self, gone: dict[str, str]) -> list[Item]:

@@ -320,6 +320,19 @@ def test_what_agentweb_appended_counts_as_appended_never_as_carried_by_the_model
     assert report.score == alone.score
 
 
+def test_a_name_the_user_gives_is_an_item_and_a_called_function_is_not_one():
+    items = kinds(
+        extract(
+            [
+                "Our team lunch place is called Marigold Bistro. The theme is named "
+                '"Nord Light". The loop is called by main, and parse is called parseArgs.'
+            ]
+        )
+    )
+    assert {("name", "Marigold Bistro"), ("name", "Nord Light")} <= items
+    assert not [text for kind, text in items if kind == "name" and "parse" in text.lower()]
+
+
 def test_a_colour_is_an_item_and_an_issue_number_is_not():
     items = kinds(extract(["Use #2E3440 and #fa0, as issue #481 asked (see #123)."]))
     assert {("number", "#2E3440"), ("number", "#fa0")} <= items

@@ -194,9 +194,10 @@ def test_a_placeholder_in_next_steps_seeds_no_todo():
     ] == ["Ship it"]
 
 
-def test_dictated_colours_are_items_and_a_tools_echo_is_no_progress():
+def test_dictated_colours_and_names_are_items_and_a_tools_echo_is_no_progress():
     history = [
         {"role": "user", "content": "Theme it: #2E3440 for the background, #88C0D0 for accents."},
+        {"role": "user", "content": "The theme is called Nord Light in the picker."},
         {"role": "assistant", "content": '[Assistant tool call]: todo_write(todos=[{"content": "x"}])'},
         {"role": "user", "content": "[Tool result: todo_write]: Todo list updated."},
         {"role": "assistant", "content": "Todo list updated."},
@@ -204,4 +205,5 @@ def test_dictated_colours_are_items_and_a_tools_echo_is_no_progress():
     document = respond([*history, {"role": "user", "content": handoff.build_prompt()}])
     assert "`#2E3440`" in section(document, "Critical Context")
     assert "`#88C0D0`" in section(document, "Critical Context")
+    assert "`Nord Light`" in section(document, "Critical Context")
     assert "Todo list updated" not in section(document, "Progress")

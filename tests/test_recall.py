@@ -277,6 +277,18 @@ def test_an_entry_the_user_turned_down_later_is_marked_revised_with_a_link(owner
 
 
 @pytest.mark.django_db
+def test_an_entry_a_later_decision_replaced_is_marked_revised_too(owner):
+    new, (idea, instead) = said_in_parent(
+        owner,
+        "We decided to use Redis for the job queue.",
+        "Let's use PostgreSQL for the job queue instead, one service less.",
+    )
+    found = look_up({"query": "Redis job queue"}, new)
+    assert f"entry {idea}, user, " in found.text
+    assert f"(later revised: entry {instead})" in found.text
+
+
+@pytest.mark.django_db
 def test_agentweb_own_handoff_requests_are_not_recalled(owner):
     old = make_session(owner, exchanges=1)
     request = old.append_message(

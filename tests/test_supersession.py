@@ -96,3 +96,39 @@ def test_each_way_of_turning_a_decision_down_supersedes_it(rejection):
 def test_a_reply_that_says_no_to_something_else_supersedes_nothing():
     items = items_of([said("assistant", REJECTED), said("user", "Looks right. Ship it.")])
     assert found(items, REJECTED).superseded == ""
+
+
+REPLACED = [
+    said("user", "Set up the background jobs for the importer in src/jobs/queue.py."),
+    said("assistant", "We decided to use Redis for the job queue."),
+    said("user", "We decided to use Redis for the job queue. Good?"),  # named by them: salient
+    said("user", "Let's use PostgreSQL for the job queue instead, one service less."),
+    said("assistant", "Done: src/jobs/queue.py keeps the jobs in PostgreSQL now."),
+]
+
+
+def test_a_decision_replaced_by_a_later_one_is_not_current_and_says_by_which():
+    items = items_of(REPLACED)
+    redis = found(items, "We decided to use Redis for the job queue.")
+    assert redis.superseded == "replaced later (entry 4)"
+    assert not redis.salient
+    postgresql = found(items, "Let's use PostgreSQL for the job queue instead, one service less.")
+    assert postgresql.superseded == ""
+
+
+def test_the_offline_document_gives_the_decision_that_replaced_the_other():
+    history = context.build_context(REPLACED)
+    document = respond([*history, {"role": "user", "content": handoff.build_prompt()}])
+    decisions = section(document, "Key Decisions")
+    assert "PostgreSQL for the job queue" in decisions
+    assert "Redis" not in document
+
+
+def test_a_later_decision_about_something_else_replaces_nothing():
+    items = items_of(
+        [
+            said("assistant", "We decided to use Redis for the job queue."),
+            said("user", "Let's use pytest instead of unittest for the importer's checks."),
+        ]
+    )
+    assert found(items, "We decided to use Redis for the job queue.").superseded == ""
