@@ -23,7 +23,7 @@ from foundation.database import short
 
 from . import commands, generation, partials, pushes, sign_ins, store, tabs
 from .commands import session as session_commands
-from .consuming import LeanConsumer
+from .consuming import GONE, LeanConsumer
 from .forms import Frame, FrameError, parse_frame
 from .frame_budget import FrameBudget
 from .mcp import prompts as mcp_prompts
@@ -37,7 +37,7 @@ from .partials.events import render
 log = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
-CLOSE_NOT_FOUND = 4404
+CLOSE_NOT_FOUND = GONE  # 4404
 SNAPSHOT_PATIENCE = 2.0  # seconds to wait for a job's snapshot before resyncing again
 
 

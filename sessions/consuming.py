@@ -23,9 +23,11 @@ from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.layers import get_channel_layer
 from channels.sessions import InstanceSessionWrapper
+from django.core.exceptions import ObjectDoesNotExist
 
 Message = dict[str, Any]
 log = logging.getLogger(__name__)
+GONE = 4404  # the close code of a socket whose session was deleted for good under it
 
 
 async def dispatch_from(
@@ -68,7 +70,12 @@ class LeanConsumer(AsyncWebsocketConsumer):
             self.channel_receive = functools.partial(self.channel_layer.receive, self.channel_name)
             sources.append(self.channel_receive)
         with contextlib.suppress(StopConsumer):  # the consumer's own end
-            await dispatch_from(sources, self.dispatch)
+            try:
+                await dispatch_from(sources, self.dispatch)
+            except ObjectDoesNotExist:  # what the socket shows was deleted for good meanwhile
+                log.info("a socket closes: what it showed is gone")
+                await self.close(code=GONE)
+                await self.websocket_disconnect({"type": "websocket.disconnect", "code": GONE})
 
 
 # What a server raises for a message sent to a socket the browser has just closed: the ASGI

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
@@ -42,8 +43,13 @@ class Stopped(Exception):
 
 def sql_of(run: Callable[[], Any]) -> tuple[str, tuple[Any, ...]]:
     """The one statement the ORM sends for `run()`, not sent: Django's execute wrapper takes it
-    and stops there. Nothing reaches the database, and a transaction around it goes on as it
-    was (an UPDATE that fails marks the block around it for rollback: the mark is undone)."""
+    and stops there. On a thread and connection of its own, so that nothing of it shows on the
+    caller's (no transaction marked, no query logged)."""
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        return thread.submit(_taken, run).result()
+
+
+def _taken(run: Callable[[], Any]) -> tuple[str, tuple[Any, ...]]:
     sent: list[tuple[str, tuple[Any, ...]]] = []
 
     def take(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
@@ -51,12 +57,14 @@ def sql_of(run: Callable[[], Any]) -> tuple[str, tuple[Any, ...]]:
         raise Stopped
 
     connection = connections[DEFAULT_DB_ALIAS]
-    in_block = connection.in_atomic_block
-    marked = transaction.get_rollback() if in_block else False
-    with contextlib.suppress(Stopped), connection.execute_wrapper(take):
-        run()
-    if in_block:
-        transaction.set_rollback(marked)
+    try:
+        # In a transaction, as a FOR UPDATE requires; not on SQLite, which has none, and whose
+        # BEGIN would wait here for the write lock the caller's transaction may hold.
+        block = transaction.atomic() if connection.vendor != "sqlite" else contextlib.nullcontext()
+        with contextlib.suppress(Stopped), block, connection.execute_wrapper(take):
+            run()
+    finally:
+        connection.close()
     if len(sent) != 1:
         raise ValueError(f"a statement is one query; the ORM sent {len(sent)}")
     return sent[0]
