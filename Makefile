@@ -52,6 +52,7 @@ bench: dev  # every figure of docs/PERFORMANCE.md, each beside its target (about
 	$(BIN)/python bench/long_session.py
 	$(BIN)/python bench/coverage.py
 	$(BIN)/python bench/continuation.py
+	$(BIN)/python bench/handoff_wait.py --runs 5
 	$(BIN)/python bench/fork_stall.py --entries 20000
 	$(BIN)/python bench/tree_page.py --entries 99000
 	$(BIN)/python bench/recall.py --sessions 5 --entries 2000 --runs 9

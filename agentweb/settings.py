@@ -374,11 +374,9 @@ AGENTWEB_RELAY_MESSAGES_PER_SECOND = env_float(
 # A streaming reply is saved this often (seconds, or characters), so a crash keeps it.
 AGENTWEB_PARTIAL_SAVE_SECONDS = env_float("AGENTWEB_PARTIAL_SAVE_SECONDS", 2.0)
 AGENTWEB_PARTIAL_SAVE_CHARS = env_int("AGENTWEB_PARTIAL_SAVE_CHARS", 4_000)
-# A generation's claim on its session lasts this long unless its process renews it.
-AGENTWEB_GENERATION_LEASE = env_float("AGENTWEB_GENERATION_LEASE", 15.0)
+AGENTWEB_GENERATION_LEASE = env_float("AGENTWEB_GENERATION_LEASE", 15.0)  # a claim, unrenewed
 AGENTWEB_UNDO_DELETE_SECONDS = env_int("AGENTWEB_UNDO_DELETE_SECONDS", 86_400)  # then purged
-# The agent's tool loop: at most this many rounds of tool calls in one reply, and calls that run
-# in one round (the model's further calls get an error result).
+# The tool loop's rounds in one reply, and calls in one round (more get an error result).
 AGENTWEB_MAX_TOOL_ROUNDS = env_int("AGENTWEB_MAX_TOOL_ROUNDS", 8)
 AGENTWEB_MAX_TOOL_CALLS = env_int("AGENTWEB_MAX_TOOL_CALLS", 32)
 AGENTWEB_RECALL_ENTRIES = env_int("AGENTWEB_RECALL_ENTRIES", 8)  # what one recall returns at most
@@ -398,3 +396,5 @@ AGENTWEB_MCP_MESSAGE_BYTES = env_int("AGENTWEB_MCP_MESSAGE_BYTES", 8_000_000)
 AGENTWEB_TODO_REMINDER_TURNS = env_int("AGENTWEB_TODO_REMINDER_TURNS", 3)
 # The cheap model that writes a session's title, when a user prefers generated titles.
 AGENTWEB_TITLE_MODEL = env_str("AGENTWEB_TITLE_MODEL") or "claude-haiku-4-5"
+AGENTWEB_HANDOFF_DRAFTS = env_bool("AGENTWEB_HANDOFF_DRAFTS", True)  # written ahead (0: never)
+AGENTWEB_MAX_AUTO_HANDOFFS = env_int("AGENTWEB_MAX_AUTO_HANDOFFS", 5)  # in a row, then it waits

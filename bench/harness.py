@@ -148,15 +148,19 @@ def fake_api() -> FakeAnthropic:
     return fake
 
 
-async def open_tab(user: User, cookie: str, model: str = MODEL) -> WebsocketCommunicator:
-    """A new session of the user's, and a connected in-process WebSocket to its page."""
+async def open_tab(
+    user: User, cookie: str, model: str = MODEL, session: Any = None
+) -> WebsocketCommunicator:
+    """A connected in-process WebSocket to the page of `session`, or of a new session of the
+    user's."""
     from channels.db import database_sync_to_async
     from channels.testing import WebsocketCommunicator
 
     from agentweb.asgi import application
     from sessions.models import ChatSession
 
-    session = await database_sync_to_async(ChatSession.objects.create)(owner=user, model=model)
+    if session is None:
+        session = await database_sync_to_async(ChatSession.objects.create)(owner=user, model=model)
     tab = WebsocketCommunicator(
         application,
         f"/ws/sessions/{session.pk}/",

@@ -168,6 +168,7 @@ class PreferencesForm(forms.ModelForm):
             "generate_titles",
             "review_handoff",
             "auto_handoff_at",
+            "draft_handoff_at",
             "amend_handoff",
             "handoff_instructions",
             "recall_everywhere",
@@ -179,11 +180,21 @@ class PreferencesForm(forms.ModelForm):
             "generate_titles": "Give new sessions a short title written by Claude",
             "review_handoff": "Review the handoff document before switching sessions",
             "auto_handoff_at": "Hand off automatically at this share of the context window (%)",
+            "draft_handoff_at": "Prepare the handoff in the background from this share of the "
+            "context window (%)",
             "recall_everywhere": "Let the model recall from all my sessions",
             "propose_handoff": "Let the model propose a handoff",
             "amend_handoff": "Ask Claude to work items the document dropped into it "
             "(instead of appending them)",
         }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["draft_handoff_at"].required = False  # left out: as it was
+
+    def clean_draft_handoff_at(self) -> int:
+        value = self.cleaned_data.get("draft_handoff_at")
+        return self.instance.draft_handoff_at if value is None else int(value)
 
 
 class PromptForm(forms.ModelForm):

@@ -8,12 +8,12 @@ only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.db.models import Q
 
-from . import mentions
-from .models import ChatSession
+from . import mentions, status
+from .models import ChatSession, Entry
 from .store import MAX_INDENT
 
 MAX_SESSIONS = 200
@@ -27,6 +27,7 @@ class MapRow:
     depth: int
     came_by: str  # "handoff", "fork", "mention" or "" (the first)
     current: bool
+    handoff: str = ""  # came by a handoff: its figures ("186k → 9k tokens, $0.41")
 
     @property
     def indent(self) -> int:
@@ -73,7 +74,20 @@ def map_of(session: ChatSession) -> list[MapRow]:
         stack += [(shown[pk], depth + 1, "mention") for pk in reversed(named) if pk in shown]
         later = sorted(under.get(other.pk, []), key=_age, reverse=True)
         stack += [(next_, depth + 1, _origin(next_)[1]) for next_ in later]
-    return rows
+    return _with_figures(rows)
+
+
+def _with_figures(rows: list[MapRow]) -> list[MapRow]:
+    """Each row that came by a handoff, with its figures, as its seed keeps them: one query."""
+    handed = [row.session.pk for row in rows if row.came_by == "handoff"]
+    roots = Entry.objects.filter(session_id__in=handed, parent__isnull=True).order_by("-pk")
+    seeds = dict(roots.values_list("session_id", "data"))  # each session's first root wins
+    return [
+        replace(row, handoff=status.handoff_figures(seeds[row.session.pk]))
+        if isinstance(seeds.get(row.session.pk), dict)
+        else row
+        for row in rows
+    ]
 
 
 def _age(session: ChatSession) -> tuple[object, int]:

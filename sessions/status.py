@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
 
 from . import shapes, usage
 from .models import ChatSession, Entry, PendingPrompt
@@ -23,18 +25,17 @@ class StatusLine:
     queued: int = 0
     interrupted: bool = False
     context_before: int | None = None  # a handed-off session: the old one's context size
+    handoff: str = ""  # and its handoff's figures: "186k → 9k tokens, $0.41"
     session_usage: Usage = field(default_factory=Usage)
 
 
 def read(session: ChatSession, *, queued: int | None = None) -> StatusLine:
     """The status line of `session`, as just read (`queued`: the prompts waiting, when the
     caller knows them already)."""
-    context_before = None
-    if session.parent_session_id:
-        context_before = _before(SEED.rows(session_id=session.pk))
+    seed = SEED.rows(session_id=session.pk) if session.parent_session_id else []
     if queued is None:
         queued = PendingPrompt.objects.filter(session=session).count()
-    return _line(session, queued, context_before)
+    return _line(session, queued, seed)
 
 
 def read_by_id(session_id: int) -> tuple[ChatSession, StatusLine]:
@@ -59,27 +60,52 @@ def sending(session: ChatSession) -> Callable[[], tuple[ChatSession, StatusLine]
             if not found:
                 raise ChatSession.DoesNotExist(f"no session {session.pk}")
             shown = found[0]
-            before = _before(seed) if shown.parent_session_id else None
-            return shown, _line(shown, len(waiting), before)
+            return shown, _line(shown, len(waiting), seed if shown.parent_session_id else [])
 
     return line
 
 
-def _line(session: ChatSession, queued: int, context_before: int | None) -> StatusLine:
+def _line(session: ChatSession, queued: int, seed: Rows) -> StatusLine:
+    """The line of `session`, with `queued` prompts, started by the handoff `seed` keeps (none:
+    not handed off)."""
+    data = seed[0][0] if seed and isinstance(seed[0][0], dict) else {}
     return StatusLine(
         generating=session.is_generating,
         generation_kind=session.generation_kind,
         generation_started_at=session.generation_started_at,
         queued=queued,
         interrupted=session.was_interrupted,
-        context_before=context_before,
+        context_before=shapes.count(data.get("context_tokens_before")) if data else None,
+        handoff=handoff_figures(data),
         session_usage=usage.of_session(session),
     )
 
 
-def _before(seed: Rows) -> int | None:
-    """The context's size before the handoff, as the new session's seed entry keeps it."""
-    return shapes.count(seed[0][0].get("context_tokens_before")) if seed else None
+def automatic_in_a_row(session_id: int) -> int:
+    """How many automatic handoffs in a row, without the user's say, led to this session."""
+    seed = SEED.rows(session_id=session_id)
+    return (shapes.count(seed[0][0].get("automatic_in_a_row")) or 0) if seed else 0
+
+
+def handoff_figures(seed: dict[str, Any]) -> str:
+    """A handoff's context before and after, and what writing its document cost, as its new
+    session's seed keeps them: "186k → 9k tokens, $0.41" ("" when they are not known)."""
+    before = shapes.count(seed.get("context_tokens_before"))
+    after = shapes.count(seed.get("context_tokens_after"))
+    if before is None or after is None:
+        return ""
+    cost = seed.get("cost")
+    try:
+        paid = usage.dollars(Decimal(cost)) if isinstance(cost, str) and cost else ""
+    except InvalidOperation:
+        paid = ""
+    return f"{_thousands(before)} → {_thousands(after)} tokens" + (f", {paid}" if paid else "")
+
+
+def _thousands(tokens: int) -> str:
+    if tokens < 1_000:
+        return str(tokens)
+    return f"{tokens / 1000:.1f}k".replace(".0k", "k") if tokens < 10_000 else f"{tokens // 1000}k"
 
 
 SESSION: Statement[ChatSession] = Statement(  # every reply's end reads it

@@ -117,6 +117,13 @@ def fast_local_model(settings: Any) -> None:
     settings.AGENTWEB_LOCAL_TOKEN_DELAY = 0
 
 
+@pytest.fixture(autouse=True)
+def no_handoff_drafts(settings: Any) -> None:
+    """No draft written in the background, but where a test asks for one
+    (`test_handoff_drafts.py`): its model call would take a reply the test scripted."""
+    settings.AGENTWEB_HANDOFF_DRAFTS = False
+
+
 @pytest.fixture
 def owner(django_user_model: type[User]) -> User:
     return django_user_model.objects.create_user("owner", password="owner-pass-123")

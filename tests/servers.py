@@ -103,6 +103,7 @@ class Daphne:
                 "DATABASE_URL": test_database_url(),
                 "DJANGO_SECRET_KEY": settings.SECRET_KEY,
                 "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+                "AGENTWEB_HANDOFF_DRAFTS": "0",  # no model call a test did not script
                 **env,
             },
             stdout=self.log,

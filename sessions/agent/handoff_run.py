@@ -18,13 +18,13 @@ from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 
-from .. import context, coverage, handoff, ledger, store, todos, window
+from .. import context, coverage, drafts, handoff, ledger, status, store, todos, usage, window
 from ..context import ASSISTANT, USER
 from ..handoff import StructureReport
-from ..models import ChatSession, Entry, Preferences
+from ..models import ChatSession, Entry, HandoffDraft, Preferences
 from ..providers import Provider, ProviderError
 from ..salience import Item
-from ..tokens import estimate_tokens
+from ..tokens import Usage, estimate_tokens
 from .handoff_notes import Notes
 from .streamer import Prepared, Streamer
 
@@ -73,14 +73,18 @@ class Agent(Protocol):
 
 
 class HandoffRun:
-    def __init__(self, agent: Agent, focus: str = "", model: str = "") -> None:
+    def __init__(
+        self, agent: Agent, focus: str = "", model: str = "", *, automatic: bool = False
+    ) -> None:
         self.agent = agent
         self.focus = focus
         self.model = model  # the new session's ("": the session's own)
+        self.automatic = automatic  # the threshold's handoff, not one the user asked for
         self.stage = "starting"  # then request, notes, document, continuation, guard, amendment,
         # switch
         self.cancelled = False
         self.sent: list[dict[str, Any]] = []  # the request the document answers
+        self.draft: HandoffDraft | None = None  # written ahead, at this leaf, for this focus
 
     def cancel(self) -> None:
         """Stop the run: what streams now is aborted, and no later step runs."""
@@ -94,10 +98,8 @@ class HandoffRun:
         session = self.agent.session
         branch = await database_sync_to_async(store.get_branch)(session)
         handoff.check_guard(store.count_messages(branch))
-        todo_list = (await database_sync_to_async(todos.state)(session)).todos
-        own = await database_sync_to_async(_handoff_instructions)(session)
-        work = ledger.section(await asyncio.to_thread(ledger.ledger_of, branch))
-        prompt_text = handoff.build_prompt(self.focus, todos.for_handoff(todo_list), own, work)
+        prompt_text, work = await request_of(session, branch, self.focus)
+        self.draft = await database_sync_to_async(drafts.ready)(session, self.focus)
         context_before = session.context_tokens
         self.stage = "request"
         reply = await self.agent.prompt(
@@ -133,8 +135,18 @@ class HandoffRun:
         """The handoff's request, made to fit the model's window (see window.py)."""
         provider = self.agent.provider
         record: dict[str, Any] = {"context_before": context_before}
+        if self.automatic:
+            record["automatic"] = True
         if self.model:  # kept with the document: a reviewed switch goes to it too
             record["model"] = self.model
+        if self.draft is not None:  # written while the session was idle: no model call now
+            self.stage = "document"
+            draft = self.draft  # its tokens are the reply's: the session's usage counts them
+            return Prepared(
+                data={"handoff": {**record, "draft": True}},
+                replay=draft.document,
+                usage=Usage(input=draft.input_tokens, output=draft.output_tokens),
+            )
         try:
             plan = await window.fit(context.context_parts(branch), prompt_text, provider)
             notes = ""
@@ -240,6 +252,14 @@ class HandoffRun:
         return self._document_of(reply)
 
 
+async def request_of(session: ChatSession, branch: list[Entry], focus: str) -> tuple[str, str]:
+    """The handoff request for the session's branch, and the work ledger's section in it."""
+    todo_list = (await database_sync_to_async(todos.state)(session)).todos
+    own = await database_sync_to_async(_handoff_instructions)(session)
+    work = ledger.section(await asyncio.to_thread(ledger.ledger_of, branch))
+    return handoff.build_prompt(focus, todos.for_handoff(todo_list), own, work), work
+
+
 async def switch(
     session: ChatSession, reply: Entry, document: str, generation_id: str = ""
 ) -> ChatSession:
@@ -248,12 +268,17 @@ async def switch(
     content = handoff.wrap(document, came_from=session)
     record = reply.data.get("handoff", {})
     model = record.get("model") if isinstance(record.get("model"), str) else ""
+    cost = usage.of_reply(reply).cost
+    in_a_row = await database_sync_to_async(status.automatic_in_a_row)(session.pk)
     data = {
         "warnings": handoff.check_structure(document).warnings(),
         "fitted": record.get("fitted", []),
         "coverage": record.get("coverage", {}),
         "context_tokens_before": record.get("context_before", session.context_tokens),
         "context_tokens_after": estimate_tokens(content),
+        "cost": None if cost is None else str(cost),  # the document's, in US dollars
+        # automatic handoffs in a row up to this one, without the user's say (0: the user's)
+        "automatic_in_a_row": in_a_row + 1 if record.get("automatic") else 0,
     }
     return await database_sync_to_async(handoff.new_session)(
         session,

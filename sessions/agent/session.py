@@ -203,14 +203,16 @@ class AgentSession:
         return ready.tools
 
     # --- handoff -----------------------------------------------------------
-    async def handoff(self, focus: str = "", *, model: str = "") -> HandoffResult:
+    async def handoff(
+        self, focus: str = "", *, model: str = "", automatic: bool = False
+    ) -> HandoffResult:
         """Generate a handoff document and switch to a new session seeded with it only, on
-        `model` ("": this session's).
+        `model` ("": this session's); `automatic`: the threshold's, not the user's.
 
         Raises NothingToHandOff, HandoffCancelled or HandoffFailed; on success the
         agent is bound to the new session (unless the user reviews first, B14).
         """
-        self.handoff_run = HandoffRun(self, focus, model)
+        self.handoff_run = HandoffRun(self, focus, model, automatic=automatic)
         try:
             result = await self.handoff_run.run()
         finally:

@@ -1,9 +1,7 @@
 """The reply streamer: one model call streamed into a reply, saved as it streams (so a crash
-keeps it) and when it ends, and stopped by an abort wherever it is.
-
-An abort cancels the task that consumes the provider's stream, which closes the model's
-connection (the anthropic SDK closes its socket when its stream is left). Whatever happens,
-the text so far is kept: a cancelled reply is saved as aborted, a failed one as failed (B11).
+keeps it) and when it ends, and stopped by an abort wherever it is: it cancels the task that
+consumes the provider's stream, which closes the model's connection. Whatever happens, the
+text so far is kept: a cancelled reply is saved as aborted, a failed one as failed (B11).
 """
 
 from __future__ import annotations
@@ -11,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -22,7 +20,15 @@ from foundation.database import NOT_ANSWERING, short, until_it_answers
 from .. import handoff, thinking
 from ..context import ASSISTANT
 from ..models import ChatSession, Entry
-from ..providers import Provider, ProviderError, StreamEnd, TextDelta, ThinkingDelta, ToolCall
+from ..providers import (
+    Provider,
+    ProviderError,
+    ProviderEvent,
+    StreamEnd,
+    TextDelta,
+    ThinkingDelta,
+    ToolCall,
+)
 from ..store import siblings
 from ..tokens import Usage
 from .events import Emit
@@ -102,6 +108,8 @@ class Prepared:
     messages: list[dict[str, Any]] | None = None  # None: the context as it is
     data: dict[str, Any] = field(default_factory=dict)  # kept in the reply's entry
     failure: str = ""  # set: the reply fails with this reason, unsent
+    replay: str | None = None  # set: the reply is this text, written ahead (a handoff draft)
+    usage: Usage = field(default_factory=Usage)  # what the text written ahead cost
 
 
 @dataclass(frozen=True)
@@ -210,7 +218,7 @@ class Streamer:
         budget = 0 if purpose else thinking.budget(session.thinking_level)
         to_send = messages if prepared.messages is None else prepared.messages
         streamed = await self.stream(
-            session, reply, to_send, prepared.failure, thinking_budget=budget, tools=tools
+            session, reply, to_send, prepared, thinking_budget=budget, tools=tools
         )
         if self.on_stream_end is not None:
             await asyncio.shield(self.on_stream_end())
@@ -271,18 +279,23 @@ class Streamer:
         session: ChatSession,
         reply: Reply,
         messages: list[dict[str, Any]],
-        failure: str = "",
+        prepared: Prepared | None = None,
         max_tokens: int | None = None,
         thinking_budget: int = 0,
         tools: Sequence[dict[str, Any]] = (),
     ) -> Streamed:
-        """Stream one model call into `reply`, as a task an abort can cancel. Whatever
+        """Stream one model call into `reply`, as a task an abort can cancel (unless `prepared`
+        fails it, or replays text written ahead as if the model sent it at once). Whatever
         happens, the text so far is in `reply` for the caller to keep."""
-        if failure:
-            return Streamed(Entry.Status.FAILED, failure)
-        self._task = asyncio.create_task(
-            self._consume(session, reply, messages, max_tokens, thinking_budget, tools)
-        )
+        if prepared is not None and prepared.failure:
+            return Streamed(Entry.Status.FAILED, prepared.failure)
+        if prepared is not None and prepared.replay is not None:
+            events = _replayed(prepared.replay, prepared.usage)
+        else:
+            events = self.provider.stream(
+                messages, max_tokens=max_tokens, thinking_budget=thinking_budget, tools=tools
+            )
+        self._task = asyncio.create_task(self._consume(session, reply, events))
         if self.aborted:  # cancelled before the reply began
             self._task.cancel()
         try:
@@ -302,18 +315,9 @@ class Streamer:
         return Streamed(Entry.Status.COMPLETE)
 
     async def _consume(
-        self,
-        session: ChatSession,
-        reply: Reply,
-        messages: list[dict[str, Any]],
-        max_tokens: int | None,
-        thinking_budget: int,
-        tools: Sequence[dict[str, Any]],
+        self, session: ChatSession, reply: Reply, stream: AsyncIterator[ProviderEvent]
     ) -> None:
         self._saved_chars = 0
-        stream = self.provider.stream(
-            messages, max_tokens=max_tokens, thinking_budget=thinking_budget, tools=tools
-        )
         async for event in stream:
             if isinstance(event, TextDelta):
                 reply.add(event.text)
@@ -388,3 +392,9 @@ def _save_reply(
 def _current_task_cancelling() -> bool:
     task = asyncio.current_task()
     return bool(task and task.cancelling())
+
+
+async def _replayed(text: str, usage: Usage) -> AsyncIterator[ProviderEvent]:
+    """Text written ahead, as a model's stream would give it: one delta, and its end."""
+    yield TextDelta(text)
+    yield StreamEnd(usage=usage, stop_reason="end_turn")

@@ -19,14 +19,14 @@ from django.db import IntegrityError
 
 from foundation.database import short, until_it_answers
 
-from .. import tabs, titles
-from ..agent import AgentSession
+from .. import status, tabs, titles
+from ..agent import AgentSession, drafting
 from ..agent.handoff_run import switch_failed
 from ..models import ChatSession, Entry, Refused, ToolQuestion
 from ..sign_ins import Held
 from .caps import over_a_cap
 from .claims import claim, claim_of, expire, take_back
-from .events import Render
+from .events import Render, StatusShown
 from .job import RUNNING, Job
 from .turns import Submitted, begin_branch, queue_prompt
 
@@ -49,6 +49,7 @@ async def start(
 ) -> bool:
     """Claim the session and run a job in this process; False if one already runs.
     `handoff_model`: the model the handoff's new session runs on ("": the session's own)."""
+    drafting.cancel(session.pk)  # a draft written beside the chat never delays anything
     generation_id, channel = await _new_generation()
     if not await database_sync_to_async(claim)(session.pk, generation_id, kind, channel):
         return False
@@ -68,6 +69,7 @@ async def submit(
     `check`: the caller's reads, made in the same database call (a frame's check); when it
     says no, nothing is done (`unchecked`). `held`: the sign-in as it last held, which the
     claim then requires (`queue_prompt`)."""
+    drafting.cancel(session.pk)
     generation_id, channel = await _new_generation()
     submitted, claimed = await short(queue_prompt)(
         session, text, generation_id, channel, check, held
@@ -83,6 +85,7 @@ async def branch_and_reply(
     """Edit a message you wrote (`text`: its new wording) or regenerate a reply (`text` None):
     the new message or reply goes on a branch beside the old one, which every tab now shows,
     and the model replies there. Returns a refusal, or an empty string."""
+    drafting.cancel(session.pk)
     generation_id, channel = await _new_generation()
     begun = await database_sync_to_async(begin_branch)(
         session, entry_id, text, generation_id, channel
@@ -186,9 +189,14 @@ async def request_snapshot(channel: str, reply_to: str) -> None:
 
 
 async def wait_idle(timeout: float = 30) -> None:
-    """Wait for this process's jobs, and the titles they started, to end (tests, shutdown)."""
+    """Wait for this process's jobs, and the titles and drafts they started, to end (tests,
+    shutdown)."""
     async with asyncio.timeout(timeout):
-        while running := [*RUNNING.values(), *titles.being_written()]:
+        while True:
+            await asyncio.sleep(0)  # what a job's end begins (its draft) begins first
+            running = [*RUNNING.values(), *titles.being_written(), *drafting.being_written()]
+            if not running:
+                return
             await asyncio.gather(*running, return_exceptions=True)
 
 
@@ -226,6 +234,7 @@ async def stop_all(timeout: float = 10) -> None:
     keeps what it streamed, and gives up its claim (a server stopping; a test's teardown, so
     that nothing it left running reaches the next)."""
     running = [*RUNNING.values(), *WATCHING.values(), *titles.being_written()]
+    running += drafting.being_written()
     for task in running:
         task.cancel()
     async with asyncio.timeout(timeout):
@@ -251,11 +260,19 @@ def _ended(job: Job, task: asyncio.Task[None]) -> None:
     ran out: the reply kept as interrupted, and the prompts queued behind it sent."""
     RUNNING.pop(job.generation_id, None)
     if task.cancelled() or task.exception() is None:
+        if not job.lost:  # while the session is idle: ready for /handoff, its tabs told
+            drafting.write_soon(job.session_id, functools.partial(_status_shown, job.relay.render))
         return
     log.error("generation %s died", job.generation_id, exc_info=task.exception())
     taking = asyncio.ensure_future(_take_back(job.session_id, job.generation_id, job.relay.render))
     TAKING_BACK.add(taking)
     taking.add_done_callback(TAKING_BACK.discard)
+
+
+async def _status_shown(render: Render, session_id: int) -> None:
+    """The session's status line read now, shown in its tabs (a handoff draft is ready)."""
+    shown = StatusShown(*await short(status.read_by_id)(session_id))
+    await tabs.show(session_id, render(shown))
 
 
 async def _take_back(session_id: int, generation_id: str, render: Render) -> None:

@@ -163,11 +163,11 @@ class Job:
                 return  # gone, and its claim with it
         await self.relay.show_status(closing)
 
-    async def run_handoff(self, focus: str, model: str = "") -> str:
+    async def run_handoff(self, focus: str, model: str = "", *, automatic: bool = False) -> str:
         """Run /handoff and tell the tabs; returns switched, review, cancelled or failed."""
         old_id = self.session_id
         try:
-            result = await self.agent.handoff(focus, model=model)
+            result = await self.agent.handoff(focus, model=model, automatic=automatic)
         except NothingToHandOff as error:
             await self.relay.notify(Notice(str(error), "warning"))
         except HandoffCancelled:
@@ -186,7 +186,7 @@ class Job:
         await database_sync_to_async(set_kind)(self.session_id, self.generation_id, "handoff")
         await self.relay.show_status()
         await self.relay.notify(Notice(AUTO_HANDOFF, "info"))
-        return await self.run_handoff("")
+        return await self.run_handoff("", automatic=True)
 
     async def run_proposed(self, focus: str) -> str:
         """The handoff the model proposed and the user allowed, once its reply ended."""

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.db.models.lookups import GreaterThan
 
+from .. import status
 from ..models import ChatSession, Entry, PendingPrompt, Preferences
 from ..providers import catalog
 from ..statements import Statement
@@ -23,7 +25,11 @@ def handoff_due(session: ChatSession, threshold_percent: int, text: str) -> bool
     threshold = catalog.spec(session.model).window * threshold_percent / 100
     if projected < threshold:
         return False
-    return Entry.objects.filter(session_id=session.pk, kind=Entry.Kind.MESSAGE).count() >= 2
+    # Just handed off (the seed alone): the prompt goes here first, never a second handoff in
+    # a row; and after AGENTWEB_MAX_AUTO_HANDOFFS of them, the status line suggests and waits.
+    if Entry.objects.filter(session_id=session.pk, kind=Entry.Kind.MESSAGE).count() < 2:
+        return False
+    return status.automatic_in_a_row(session.pk) < settings.AGENTWEB_MAX_AUTO_HANDOFFS
 
 
 def _unhindered(

@@ -2,6 +2,7 @@
 preferences, the lines of an imported file. Each room holds its model and the short methods
 about one of its rows."""
 
+from .drafts import HandoffDraft
 from .entry import Entry
 from .file_line import FileLine
 from .preferences import Preferences
@@ -16,6 +17,7 @@ __all__ = [
     "ChatSession",
     "Entry",
     "FileLine",
+    "HandoffDraft",
     "PendingPrompt",
     "Preferences",
     "PromptTemplate",

@@ -56,6 +56,14 @@ class Preferences(models.Model):
         default=True, help_text="The model may propose a handoff; you allow or deny each."
     )
 
+    # Write the handoff document in the background, while the session is idle, once its context
+    # passes this share of the window: `/handoff` then switches at once (0: never).
+    draft_handoff_at = models.PositiveSmallIntegerField(
+        default=60,
+        validators=[MaxValueValidator(100)],
+        help_text="Percent of the model's context window; 0: never.",
+    )
+
     class Meta:
         verbose_name_plural = "preferences"
 

@@ -68,11 +68,11 @@ class ChatSession(models.Model):
     # Which part of its chain this session is: 1 for a first session, its parent's plus one for
     # one handed off (set when it is created, so showing it costs no query).
     part = models.PositiveIntegerField(default=1)
-    # The size of the context, as the reference agent estimates it: the last reply's
-    # reported usage plus an estimate of what came after it (kept up to date by the store).
+    # The context's size as the reference agent estimates it: the last reply's reported usage
+    # plus an estimate of what came after it (kept up to date by the store).
     context_tokens = models.PositiveIntegerField(default=0)
-    # An imported session: the model its file ran on ("provider/model"), and its working folder
-    # (its file's lines, the header's included, are FileLines).
+    draft_at = models.BigIntegerField(null=True, blank=True)  # the leaf of its handoff draft
+    # An imported session: the model its file ran on ("provider/model"), its working folder.
     imported_model = models.CharField(max_length=200, blank=True)
     cwd = models.CharField(max_length=500, blank=True)
 

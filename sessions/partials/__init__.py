@@ -203,6 +203,7 @@ def status_context(session: ChatSession, line: StatusLine) -> dict[str, Any]:
         "queued": line.queued,
         "interrupted": line.interrupted,
         "context_before": line.context_before,
+        "handoff": line.handoff,
         "session_usage": line.session_usage,
         "window": spec.window,
         "context_percent": round(share * 100),
@@ -210,6 +211,10 @@ def status_context(session: ChatSession, line: StatusLine) -> dict[str, Any]:
         "suggest_handoff": share >= settings.AGENTWEB_HANDOFF_SUGGEST_AT
         and not line.generating
         and not session.continued_in_id,
+        # A handoff document written ahead at this leaf: /handoff switches without waiting.
+        "draft_ready": session.draft_at is not None
+        and session.draft_at == session.leaf_id
+        and not line.generating,
         "models": catalog.offered(),
         "thinking_levels": thinking.LEVELS,
         "thinks": not spec.is_local,

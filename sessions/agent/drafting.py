@@ -1,0 +1,96 @@
+"""Writing a handoff draft beside the chat (issue 55): after a reply ends in a session whose
+context has passed its owner's share, the handoff document is written in the background, in
+this process, with the request `/handoff` would send, and kept as the session's draft
+(`sessions.drafts`). Nothing of it reaches the page or the transcript until `/handoff` uses
+it. A message sent to the session cancels it at once: it never delays a reply."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from .. import context, drafts, store, window
+from ..models import ChatSession
+from ..providers import ProviderError, StreamEnd, TextDelta
+from .handoff_run import request_of
+from .provider import provider_for
+
+log = logging.getLogger(__name__)
+
+Ready = Callable[[int], Awaitable[None]]  # told a session's draft is kept
+_writing: dict[int, asyncio.Task[None]] = {}  # this process's drafts being written, by session
+
+
+def write_soon(session_id: int, ready: Ready) -> None:
+    """After a reply: the session's draft written beside the chat, when it is due, and `ready`
+    called once it is kept; one at a time per session (across processes: the draft's lease)."""
+    if session_id in _writing or not settings.AGENTWEB_HANDOFF_DRAFTS:
+        return
+    task = asyncio.create_task(_write(session_id, ready))
+    _writing[session_id] = task
+    task.add_done_callback(lambda _: _forget(session_id, task))
+
+
+def cancel(session_id: int) -> None:
+    """A message for the session, or a handoff of it: its draft stops here and now."""
+    task = _writing.pop(session_id, None)
+    if task is not None:
+        task.cancel()
+
+
+def being_written() -> list[asyncio.Task[None]]:
+    return list(_writing.values())
+
+
+def _forget(session_id: int, task: asyncio.Task[None]) -> None:
+    if _writing.get(session_id) is task:
+        del _writing[session_id]
+
+
+def _claimed(session_id: int, writer: str) -> ChatSession | None:
+    """The session, when its draft is due and this writer took its lease."""
+    session = ChatSession.objects.filter(ChatSession.kept(), pk=session_id).first()
+    if session is None or session.is_generating or not drafts.due(session):
+        return None
+    return session if drafts.claim(session, writer) else None
+
+
+async def _write(session_id: int, ready: Ready) -> None:
+    writer = uuid.uuid4().hex
+    session = await database_sync_to_async(_claimed)(session_id, writer)
+    if session is None:
+        return
+    try:
+        if await _written(session, writer):
+            await ready(session_id)
+    except ProviderError as error:  # the next /handoff writes its document as it goes
+        log.info("session %s: no handoff draft: %s", session_id, error.reason)
+    finally:
+        await asyncio.shield(database_sync_to_async(drafts.release)(session_id, writer))
+
+
+async def _written(session: ChatSession, writer: str) -> bool:
+    """Whether the draft was written and kept."""
+    branch = await database_sync_to_async(store.get_branch)(session)
+    prompt_text, _ = await request_of(session, branch, "")
+    provider = provider_for(session.model)
+    plan = await window.fit(context.context_parts(branch), prompt_text, provider)
+    if plan.chunks:  # too long for one request: /handoff takes its notes as it goes
+        return False
+    text: list[str] = []
+    end = StreamEnd()
+    async for event in provider.stream(plan.messages(prompt_text)):
+        if isinstance(event, TextDelta):
+            text.append(event.text)
+        elif isinstance(event, StreamEnd):
+            end = event
+    document = "".join(text).strip()
+    if not document or end.stop_reason == "max_tokens":  # a document cut off is no draft
+        return False
+    keep = database_sync_to_async(drafts.keep)
+    return bool(await keep(session.pk, writer, document, provider.model, end.usage))

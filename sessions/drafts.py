@@ -1,0 +1,97 @@
+"""Handoff drafts (issue 55): the handoff document of a long session, written while it is idle,
+so that `/handoff` switches without waiting for the model.
+
+A draft is written once a session's context passes its owner's *Prepare the handoff in the
+background from N %* (default 60 %), after a reply ends. It holds the leaf it was written at:
+it is used only while the session has not moved on since, and for the same focus. One writer
+at a time per session, across processes: the row's lease (`writing_until`) is taken by a
+conditional UPDATE.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from .models import ChatSession, Entry, HandoffDraft, Preferences
+from .providers import catalog
+from .tokens import Usage
+
+DEFAULT_FROM = 60  # percent of the window, for an owner who never saved preferences
+LEASE = timedelta(minutes=5)  # a writer that stopped without a word frees the draft then
+
+
+def due(session: ChatSession) -> bool:
+    """Whether the session's context has passed its owner's share for a draft (0: never), and
+    it holds something to hand off."""
+    share = (
+        Preferences.objects.filter(user_id=session.owner_id)
+        .values_list("draft_handoff_at", flat=True)
+        .first()
+    )
+    share = DEFAULT_FROM if share is None else share
+    if not share or session.leaf_id is None:
+        return False
+    if session.context_tokens * 100 < catalog.spec(session.model).window * share:
+        return False
+    messages = Entry.objects.filter(session_id=session.pk, kind=Entry.Kind.MESSAGE)
+    return messages.count() >= 2  # as /handoff requires (`handoff.check_guard`)
+
+
+def claim(session: ChatSession, writer: str) -> bool:
+    """The lease to write the session's draft at its leaf, when no one holds it and no draft
+    of that leaf is ready."""
+    now = timezone.now()
+    free = Q(writing_until__isnull=True) | Q(writing_until__lt=now)
+    written = Q(leaf_id=session.leaf_id, focus="") & ~Q(document="")
+    changes = {"writer": writer, "writing_until": now + LEASE, "leaf_id": session.leaf_id}
+    drafts = HandoffDraft.objects.filter(session_id=session.pk)
+    if drafts.filter(free).exclude(written).update(**changes, document="", focus=""):
+        return True
+    if drafts.exists():
+        return False
+    try:
+        with transaction.atomic():
+            HandoffDraft.objects.create(session_id=session.pk, **changes)
+    except IntegrityError:  # another writer made it first
+        return False
+    return True
+
+
+def keep(session_id: int, writer: str, document: str, model: str, usage: Usage) -> bool:
+    """The document written, kept as the session's draft (when the writer still holds it), and
+    the session's row told which leaf it was written at: its status line says it is ready."""
+    with transaction.atomic():
+        held = HandoffDraft.objects.select_for_update().filter(session_id=session_id, writer=writer)
+        leaf = held.values_list("leaf_id", flat=True).first()
+        if leaf is None:
+            return False
+        held.update(
+            document=document,
+            model=model,
+            input_tokens=usage.input + usage.cache_read + usage.cache_write,
+            output_tokens=usage.output,
+            writer="",
+            writing_until=None,
+        )
+        ChatSession.objects.filter(pk=session_id).update(draft_at=leaf)
+    return True
+
+
+def release(session_id: int, writer: str) -> None:
+    """The lease given up, whatever came of the writing."""
+    HandoffDraft.objects.filter(session_id=session_id, writer=writer).update(
+        writer="", writing_until=None
+    )
+
+
+def ready(session: ChatSession, focus: str) -> HandoffDraft | None:
+    """The session's draft, when it is written at the session's leaf for this focus."""
+    return (
+        HandoffDraft.objects.filter(session_id=session.pk, leaf_id=session.leaf_id, focus=focus)
+        .exclude(document="")
+        .first()
+    )

@@ -1,0 +1,182 @@
+"""A handoff draft kept ready (issue 55, item 1): once a session's context passes its owner's
+share, the document is written while the session is idle, and `/handoff` switches with it at
+once, without a model call; a message sent meanwhile cancels it and is answered at once; a
+session that moved on gets a new draft; a focus the draft did not have is written anew."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from sessions import drafts, generation
+from sessions.models import ChatSession, Entry, HandoffDraft, Preferences
+
+from .conftest import FAKE_MODEL, db_async, make_session
+from .fake_anthropic import Reply
+from .test_handoff import DOCUMENT, redirected_session
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ASKED = "You are handing this conversation off to a fresh session"  # the request's first words
+
+
+@pytest.fixture
+def drafting(settings: Any, owner: Any) -> None:
+    """Drafts on, from 10 % of a window of 20,000 tokens: a reply that reports 5,000 passes."""
+    settings.AGENTWEB_HANDOFF_DRAFTS = True
+    settings.AGENTWEB_MODELS = {
+        **settings.AGENTWEB_MODELS,
+        FAKE_MODEL: {"label": "Fake Claude", "window": 20_000, "max_output": 1_000},
+    }
+    Preferences.objects.create(user=owner, draft_handoff_at=10)
+
+
+def long_reply(text: str) -> Reply:
+    return Reply(chunks=[text], input_tokens=5_000, output_tokens=5)
+
+
+def asked_for_a_document(request: dict[str, Any]) -> bool:
+    last = request["json"]["messages"][-1]["content"]
+    return any(ASKED in block.get("text", "") for block in last)
+
+
+async def draft_of(session: ChatSession) -> HandoffDraft:
+    return await db_async(HandoffDraft.objects.get)(session_id=session.pk)
+
+
+@pytest.mark.asyncio
+async def test_a_draft_written_while_idle_is_switched_to_without_another_model_call(
+    owner, fake_anthropic, open_tab, drafting
+):
+    document = DOCUMENT.replace("Goal details.", "Ship the importer (drafted).")
+    fake_anthropic.enqueue(
+        long_reply("Sure."), Reply(chunks=[document], input_tokens=6_100, output_tokens=240)
+    )
+    old = await db_async(make_session)(owner, exchanges=2)
+    _, tab = await open_tab(owner, old)
+    await tab.send(message="go on")
+    await tab.until("Sure.</p>")
+    await generation.wait_idle()  # the draft, written beside the chat
+    assert len(fake_anthropic.requests) == 2 and asked_for_a_document(fake_anthropic.requests[1])
+    draft = await draft_of(old)
+    assert (draft.document, draft.input_tokens, draft.output_tokens) == (document, 6_100, 240)
+    assert "Ship the importer (drafted)." not in "".join(tab.received)  # not shown before
+    said = "Handoff ready: <code>/handoff</code> switches at once."
+    assert said in await tab.until("Handoff ready")  # the status line, pushed when kept
+    _, reloaded = await open_tab(owner, old)  # and on a page opened now
+    assert said in await reloaded.until("Handoff ready")
+
+    started = time.monotonic()
+    await tab.send(message="/handoff")
+    new_id = redirected_session(await tab.until("data-url="))
+    assert time.monotonic() - started < 1.0
+    await generation.wait_idle()
+    assert len(fake_anthropic.requests) == 2  # no model call at /handoff
+    seed = await db_async(lambda: Entry.objects.filter(session_id=new_id).first().text)()
+    assert "Ship the importer (drafted)." in seed
+    reply = await db_async(
+        lambda: Entry.objects.filter(session_id=old.pk, role="assistant").last()
+    )()
+    assert reply.data["handoff"]["draft"] is True
+    assert (reply.input_tokens, reply.output_tokens) == (6_100, 240)  # in the session's usage
+
+
+@pytest.mark.asyncio
+async def test_a_message_sent_during_the_draft_cancels_it_and_is_answered_at_once(
+    owner, fake_anthropic, open_tab, drafting
+):
+    fake_anthropic.enqueue(
+        long_reply("Sure."),
+        Reply.held(["## Goal\nHalf a draft"]),
+        Reply.text("Answered at once."),
+        Reply.text(DOCUMENT),  # the draft written after that reply
+    )
+    old = await db_async(make_session)(owner, exchanges=2)
+    _, tab = await open_tab(owner, old)
+    await tab.send(message="go on")
+    await tab.until("Sure.</p>")
+    assert await asyncio.to_thread(fake_anthropic.wait_for_hold)  # the draft streams, held
+    await tab.send(message="one more question")
+    await tab.until("Answered at once.</p>", timeout=5)
+    assert await asyncio.to_thread(
+        fake_anthropic.wait_for_disconnect
+    )  # the draft's call was closed
+    fake_anthropic.release()
+    await generation.wait_idle()
+    draft = await draft_of(old)
+    assert "Half a draft" not in draft.document
+    assert draft.writing_until is None  # its lease given back
+
+
+@pytest.mark.asyncio
+async def test_a_session_that_moved_on_gets_a_new_draft_and_a_new_focus_is_written_anew(
+    owner, fake_anthropic, open_tab, drafting
+):
+    first = DOCUMENT.replace("Goal details.", "The first draft.")
+    second = DOCUMENT.replace("Goal details.", "The second draft.")
+    focused = DOCUMENT.replace("Goal details.", "About the tests only.")
+    fake_anthropic.enqueue(
+        long_reply("Sure."),
+        Reply.text(first),
+        long_reply("Noted."),
+        Reply.text(second),
+        Reply.text(focused),
+    )
+    old = await db_async(make_session)(owner, exchanges=2)
+    _, tab = await open_tab(owner, old)
+    await tab.send(message="go on")
+    await tab.until("Sure.</p>")
+    await generation.wait_idle()
+    await tab.send(message="and then?")
+    await tab.until("Noted.</p>")
+    await generation.wait_idle()
+    assert "The second draft." in (await draft_of(old)).document
+    await tab.send(message="/handoff the tests")
+    new_id = redirected_session(await tab.until("data-url="))
+    await generation.wait_idle()
+    assert len(fake_anthropic.requests) == 5
+    assert fake_anthropic.requests[4]["json"]["messages"][-1]["content"][-1]["text"].endswith(
+        "Additional focus: the tests"
+    )
+    seed = await db_async(lambda: Entry.objects.filter(session_id=new_id).first().text)()
+    assert "About the tests only." in seed and "The second draft." not in seed
+
+
+@pytest.mark.asyncio
+async def test_no_draft_is_written_when_the_preference_is_zero(
+    owner, fake_anthropic, open_tab, drafting
+):
+    await db_async(Preferences.objects.filter(user=owner).update)(draft_handoff_at=0)
+    fake_anthropic.enqueue(long_reply("Sure."))
+    old = await db_async(make_session)(owner, exchanges=2)
+    _, tab = await open_tab(owner, old)
+    await tab.send(message="go on")
+    await tab.until("Sure.</p>")
+    await generation.wait_idle()
+    assert len(fake_anthropic.requests) == 1
+    assert not await db_async(HandoffDraft.objects.exists)()
+
+
+@pytest.mark.asyncio
+async def test_offline_the_draft_is_the_offline_document(owner, open_tab, drafting):
+    await db_async(Preferences.objects.filter(user=owner).update)(draft_handoff_at=1)
+    old = await db_async(make_session)(owner, model="local", exchanges=3)
+    _, tab = await open_tab(owner, old)
+    notes = " ".join(f"note{n}" for n in range(3_000))  # past 1 % of the offline window
+    await tab.send(message=f"We decided to keep the importer in src/importer.py. {notes}")
+    await tab.until("status-generating")
+    await tab.until_idle()
+    await generation.wait_idle()
+    document = (await draft_of(old)).document
+    assert document.startswith("## Goal") and "src/importer.py" in document
+
+
+def test_one_writer_holds_a_sessions_draft_at_a_time(owner):
+    session = make_session(owner, exchanges=2)
+    assert drafts.claim(session, "process-a")
+    assert not drafts.claim(session, "process-b")  # another process, the same moment
+    drafts.release(session.pk, "process-a")
+    assert drafts.claim(session, "process-b")
