@@ -3,25 +3,44 @@
 
 from __future__ import annotations
 
+import html
 import re
 import threading
 from collections.abc import Callable
 from functools import lru_cache
+from typing import Any
 
 import nh3
 from cachetools import LRUCache, cached
+from latex2mathml.converter import convert as mathml
 from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
+from mdit_py_plugins.dollarmath import dollarmath_plugin
 from mdit_py_plugins.tasklists import tasklists_plugin
+from mdit_py_plugins.texmath import texmath_plugin
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
+# Math as MathML (latex2mathml's presentation elements): no `annotation-xml` or `maction`, which
+# can carry HTML or behaviour, and no `href`, `style` or `class` on any of them.
+MATHML_TAGS = {
+    "math", "mrow", "mi", "mo", "mn", "ms", "mtext", "mspace", "msup", "msub", "msubsup",
+    "mfrac", "msqrt", "mroot", "mover", "munder", "munderover", "mtable", "mtr", "mtd",
+    "mstyle", "menclose", "mpadded", "mphantom", "merror",
+}  # fmt: skip
+MATHML_ATTRIBUTES = {
+    "display", "displaystyle", "scriptlevel", "mathvariant", "mathcolor", "stretchy", "fence",
+    "separator", "lspace", "rspace", "accent", "accentunder", "linethickness", "columnalign",
+    "rowspacing", "columnspacing", "width", "height", "depth", "notation", "movablelimits",
+    "largeop", "symmetric", "minsize", "maxsize", "form",
+}  # fmt: skip
 ALLOWED_TAGS = {
     "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "del", "code", "pre",
     "blockquote", "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td", "span", "div",
     "input",  # a task list's box, only as the tasklists plugin writes it (raw HTML is escaped)
+    *MATHML_TAGS,
 }  # fmt: skip
 ALLOWED_ATTRIBUTES = {
     "a": {"href", "title"},
@@ -34,6 +53,7 @@ ALLOWED_ATTRIBUTES = {
     "ul": {"class"},
     "li": {"class"},
     "input": {"class", "checked", "aria-label"},
+    **{tag: MATHML_ATTRIBUTES for tag in MATHML_TAGS},
 }
 # A task list's box is a read-only checkbox, whatever the input said.
 FORCED = {"input": {"type": "checkbox", "disabled": "disabled"}}
@@ -57,9 +77,22 @@ def _markdown(breaks: bool = False) -> MarkdownIt:
         {"html": False, "linkify": False, "highlight": _highlight, "breaks": breaks},
     ).enable(["table", "strikethrough"])
     md.use(tasklists_plugin)  # `- [ ] item` as a box: every handoff's Progress and Next Steps
+    # Math: `\(…\)` and `\[…\]` (texmath's rules), `$…$` and `$$…$$` (dollarmath's, whose
+    # renderer, added last, renders both): MathML from the server, no script in the page. A
+    # dollar beside a digit or a space is money, not math ("$5 and $10").
+    md.use(texmath_plugin, delimiters="brackets")
+    md.use(dollarmath_plugin, allow_space=False, allow_digits=False, renderer=_math)
     md.core.ruler.push("aligned_by_class", _aligned_by_class)
     md.core.ruler.push("task_boxes_named", _task_boxes_named)
     return md
+
+
+def _math(tex: str, options: dict[str, Any]) -> str:
+    """TeX as MathML (block or inline); TeX latex2mathml cannot read stays as code."""
+    try:
+        return mathml(tex, display="block" if options.get("display_mode") else "inline")
+    except Exception:  # noqa: BLE001 - its parser raises errors of many kinds on bad TeX
+        return f'<code class="math">{html.escape(tex)}</code>'
 
 
 # A table column's alignment, as markdown-it writes it and as a class (app.css).
