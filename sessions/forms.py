@@ -165,6 +165,7 @@ class PreferencesForm(forms.ModelForm):
     class Meta:
         model = Preferences
         fields = [
+            "instructions",
             "generate_titles",
             "review_handoff",
             "auto_handoff_at",
@@ -174,9 +175,13 @@ class PreferencesForm(forms.ModelForm):
             "recall_everywhere",
             "propose_handoff",
         ]
-        widgets = {"handoff_instructions": forms.Textarea(attrs={"rows": 4})}
+        widgets = {
+            "handoff_instructions": forms.Textarea(attrs={"rows": 4}),
+            "instructions": forms.Textarea(attrs={"rows": 4}),
+        }
         labels = {
             "handoff_instructions": "My handoff instructions",
+            "instructions": "Custom instructions",
             "generate_titles": "Give new sessions a short title written by Claude",
             "review_handoff": "Review the handoff document before switching sessions",
             "auto_handoff_at": "Hand off automatically at this share of the context window (%)",

@@ -15,7 +15,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from .. import context, drafts, store, window
-from ..models import ChatSession
+from ..models import ChatSession, Preferences
 from ..providers import ProviderError, StreamEnd, TextDelta
 from .handoff_run import request_of
 from .provider import provider_for
@@ -84,7 +84,8 @@ async def _written(session: ChatSession, writer: str) -> bool:
         return False
     text: list[str] = []
     end = StreamEnd()
-    async for event in provider.stream(plan.messages(prompt_text)):
+    system = await database_sync_to_async(Preferences.of_owner)(session, "instructions", "-")
+    async for event in provider.stream(plan.messages(prompt_text), system=system or None):
         if isinstance(event, TextDelta):
             text.append(event.text)
         elif isinstance(event, StreamEnd):

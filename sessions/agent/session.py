@@ -17,7 +17,7 @@ from foundation.database import short
 
 from .. import context, store, todos
 from ..context import add_to_context, entry_parts
-from ..models import ChatSession, Entry, PendingPrompt, PromptTemplate
+from ..models import ChatSession, Entry, PendingPrompt, Preferences, PromptTemplate
 from ..providers import Provider
 from .approvals import Approvals
 from .events import AgentEvent, Listener, ignore
@@ -81,6 +81,7 @@ class AgentSession:
         A long session's context costs a load of its whole branch; the last job of this
         process left it in CONTEXTS, good as long as the session's leaf has not moved since.
         """
+        self.streamer.system = await _instructions(self.session)
         leaf = before.parent_id if before is not None else self.session.leaf_id
         cached = CONTEXTS.pop(self.session_id, None)
         if leaf is None:
@@ -246,3 +247,11 @@ def turn_start(session: ChatSession) -> TurnStart:
     """The notes due before a turn, stored, and the tools offered: bounded reads and a note's
     append, so a prompt's own database call can take them with it (generation/turns.py)."""
     return TurnStart(todos.notes_due(session), offered_tools(session))
+
+
+async def _instructions(session: ChatSession) -> str:
+    """The owner's custom instructions, as the claim read them (no query then)."""
+    if hasattr(session, "owner_instructions"):
+        return session.owner_instructions or ""
+    read = database_sync_to_async(Preferences.of_owner)
+    return await read(session, "instructions", "owner_instructions") or ""

@@ -28,6 +28,7 @@ from ..providers import (
     TextDelta,
     ThinkingDelta,
     ToolCall,
+    replayed,
 )
 from ..store import siblings
 from ..tokens import Usage
@@ -136,6 +137,7 @@ class Streamer:
         on_stream_end: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.provider = provider
+        self.system = ""  # the owner's custom instructions: every request's system prompt
         self.emit = emit
         self.remember = remember  # a saved entry goes into the agent's context
         # Streamed text goes here, synchronously (no task per delta), when given; else it is a
@@ -284,17 +286,17 @@ class Streamer:
         thinking_budget: int = 0,
         tools: Sequence[dict[str, Any]] = (),
     ) -> Streamed:
-        """Stream one model call into `reply`, as a task an abort can cancel (unless `prepared`
-        fails it, or replays text written ahead as if the model sent it at once). Whatever
-        happens, the text so far is in `reply` for the caller to keep."""
+        """Stream one model call (or text `prepared` replays) into `reply`, as a task an abort
+        can cancel. Whatever happens, the text so far is in `reply` for the caller to keep."""
         if prepared is not None and prepared.failure:
             return Streamed(Entry.Status.FAILED, prepared.failure)
         if prepared is not None and prepared.replay is not None:
-            events = _replayed(prepared.replay, prepared.usage)
+            events = replayed(prepared.replay, prepared.usage)
         else:
             events = self.provider.stream(
-                messages, max_tokens=max_tokens, thinking_budget=thinking_budget, tools=tools
-            )
+                messages, system=self.system or None, max_tokens=max_tokens,
+                thinking_budget=thinking_budget, tools=tools,
+            )  # fmt: skip
         self._task = asyncio.create_task(self._consume(session, reply, events))
         if self.aborted:  # cancelled before the reply began
             self._task.cancel()
@@ -392,9 +394,3 @@ def _save_reply(
 def _current_task_cancelling() -> bool:
     task = asyncio.current_task()
     return bool(task and task.cancelling())
-
-
-async def _replayed(text: str, usage: Usage) -> AsyncIterator[ProviderEvent]:
-    """Text written ahead, as a model's stream would give it: one delta, and its end."""
-    yield TextDelta(text)
-    yield StreamEnd(usage=usage, stop_reason="end_turn")

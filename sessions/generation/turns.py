@@ -141,11 +141,11 @@ def _claimed(session_id: int) -> QuerySet[ChatSession, Any]:
         auto_at=_owners("auto_handoff_at"),
         recalls_everywhere=_owners("recall_everywhere"),  # what `recall.offered` asks
         proposes_handoff=_owners("propose_handoff"),  # and `handoff_tool.proposes`
+        owner_instructions=_owners("instructions"),  # the system prompt (`AgentSession.load`)
     ).filter(pk=session_id)
 
 
-def _owners(preference: str) -> Subquery:
-    """The session owner's `preference` (None when they have set none), as a subquery."""
+def _owners(preference: str) -> Subquery:  # the owner's (None when they have set none)
     return Subquery(Preferences.objects.filter(user_id=OuterRef("owner_id")).values(preference))
 
 

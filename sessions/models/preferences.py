@@ -56,6 +56,13 @@ class Preferences(models.Model):
         default=True, help_text="The model may propose a handoff; you allow or deny each."
     )
 
+    # Standing instructions of the user's: the system prompt of every request to the model.
+    instructions = models.TextField(
+        blank=True,
+        default="",
+        max_length=8000,
+        help_text="Sent as the system prompt of every request, in every session.",
+    )
     # Write the handoff document in the background, while the session is idle, once its context
     # passes this share of the window: `/handoff` then switches at once (0: never).
     draft_handoff_at = models.PositiveSmallIntegerField(

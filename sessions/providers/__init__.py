@@ -18,6 +18,7 @@ from .base import (
     TextDelta,
     ThinkingDelta,
     ToolCall,
+    replayed,
 )
 from .catalog import LOCAL, ModelSpec
 
@@ -33,6 +34,7 @@ __all__ = [
     "ToolCall",
     "claude",
     "label_for",
+    "replayed",
 ]
 
 

@@ -46,6 +46,13 @@ class StreamEnd:
 ProviderEvent = TextDelta | ThinkingDelta | ToolCall | StreamEnd
 
 
+async def replayed(text: str, usage: Usage) -> AsyncIterator[ProviderEvent]:
+    """Text written ahead (a handoff draft), as a model's stream would give it: one delta, and
+    its end."""
+    yield TextDelta(text)
+    yield StreamEnd(usage=usage, stop_reason="end_turn")
+
+
 class ProviderError(Exception):
     """Any failure of a model call, with a reason a person can read.
 
