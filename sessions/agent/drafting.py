@@ -15,10 +15,11 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from .. import context, drafts, store, window
-from ..models import ChatSession, Preferences
+from ..models import ChatSession
 from ..providers import ProviderError, StreamEnd, TextDelta
 from .handoff_run import request_of
 from .provider import provider_for
+from .session import instructions_of
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ async def _written(session: ChatSession, writer: str) -> bool:
         return False
     text: list[str] = []
     end = StreamEnd()
-    system = await database_sync_to_async(Preferences.of_owner)(session, "instructions", "-")
+    system = await instructions_of(session)
     async for event in provider.stream(plan.messages(prompt_text), system=system or None):
         if isinstance(event, TextDelta):
             text.append(event.text)

@@ -81,7 +81,7 @@ class AgentSession:
         A long session's context costs a load of its whole branch; the last job of this
         process left it in CONTEXTS, good as long as the session's leaf has not moved since.
         """
-        self.streamer.system = await _instructions(self.session)
+        self.streamer.system = await instructions_of(self.session)
         leaf = before.parent_id if before is not None else self.session.leaf_id
         cached = CONTEXTS.pop(self.session_id, None)
         if leaf is None:
@@ -249,7 +249,7 @@ def turn_start(session: ChatSession) -> TurnStart:
     return TurnStart(todos.notes_due(session), offered_tools(session))
 
 
-async def _instructions(session: ChatSession) -> str:
+async def instructions_of(session: ChatSession) -> str:
     """The owner's custom instructions, as the claim read them (no query then)."""
     if hasattr(session, "owner_instructions"):
         return session.owner_instructions or ""

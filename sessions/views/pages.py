@@ -100,7 +100,7 @@ def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse
         "rename_form": RenameForm(initial={"title": session.title}),
         "questions": ToolQuestion.open_in(session.pk, session.generation_id),
         "focus_composer": not outline,  # a new session: the message box, not the page
-        "instructions": Preferences.of_owner(session, "instructions", "-") or "",
+        "instructions": Preferences.of_owner(session, "instructions", "owner_instructions") or "",
     }
     todo_list = todos.state(session, branch=(pk for pk, _ in outline)).todos
     context.update(todo_list=todo_list, todo_summary=partials.todo_summary(todo_list))
