@@ -72,8 +72,10 @@ def keep(session_id: int, writer: str, document: str, model: str, usage: Usage) 
         held.update(
             document=document,
             model=model,
-            input_tokens=usage.input + usage.cache_read + usage.cache_write,
+            input_tokens=usage.input,
             output_tokens=usage.output,
+            cache_read_tokens=usage.cache_read,
+            cache_write_tokens=usage.cache_write,
             writer="",
             writing_until=None,
         )

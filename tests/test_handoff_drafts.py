@@ -85,6 +85,31 @@ async def test_a_draft_written_while_idle_is_switched_to_without_another_model_c
 
 
 @pytest.mark.asyncio
+async def test_a_draft_begins_as_the_sessions_last_request_did_so_the_prompt_cache_serves_it(
+    owner, fake_anthropic, open_tab, drafting
+):
+    fake_anthropic.enqueue(
+        long_reply("Sure."),
+        Reply(chunks=[DOCUMENT], input_tokens=300, output_tokens=240, cache_read_tokens=5_800),
+    )
+    old = await db_async(make_session)(owner, exchanges=2)
+    _, tab = await open_tab(owner, old)
+    await tab.send(message="go on")
+    await tab.until("Sure.</p>")
+    await generation.wait_idle()
+    chat, draft = (request["json"] for request in fake_anthropic.requests)
+    # Both ask the API to cache the prompt (its automatic breakpoint on the last block) …
+    assert chat["cache_control"] == draft["cache_control"] == {"type": "ephemeral"}
+    # … and the draft's prompt begins with the chat's whole prompt: tools, system and turns.
+    assert [tool["name"] for tool in draft["tools"]] == ["todo_write", "handoff"]
+    assert draft["tools"] == chat["tools"] and draft.get("system") == chat.get("system")
+    assert draft["messages"][: len(chat["messages"])] == chat["messages"]
+    assert draft["messages"][len(chat["messages"])]["content"][0]["text"] == "Sure."
+    kept = await draft_of(old)
+    assert (kept.input_tokens, kept.cache_read_tokens) == (300, 5_800)
+
+
+@pytest.mark.asyncio
 async def test_a_message_sent_during_the_draft_cancels_it_and_is_answered_at_once(
     owner, fake_anthropic, open_tab, drafting
 ):

@@ -20,6 +20,7 @@ from ..providers import ProviderError, StreamEnd, TextDelta
 from .handoff_run import request_of
 from .provider import provider_for
 from .session import instructions_of
+from .tools import offered_to
 
 log = logging.getLogger(__name__)
 
@@ -86,13 +87,19 @@ async def _written(session: ChatSession, writer: str) -> bool:
     text: list[str] = []
     end = StreamEnd()
     system = await instructions_of(session)
-    async for event in provider.stream(plan.messages(prompt_text), system=system or None):
+    # Where the API caches prompts, the tools the session's replies offer, though the draft
+    # calls none: its request then begins as the session's last one did (tools, system,
+    # turns), which the cache holds already.
+    offered = await offered_to(session, provider) if provider.caches_prompts else ()
+    tools = [tool.definition for tool in offered]
+    messages = plan.messages(prompt_text)
+    async for event in provider.stream(messages, system=system or None, tools=tools):
         if isinstance(event, TextDelta):
             text.append(event.text)
         elif isinstance(event, StreamEnd):
             end = event
     document = "".join(text).strip()
-    if not document or end.stop_reason == "max_tokens":  # a document cut off is no draft
+    if not document or end.stop_reason != "end_turn":  # cut off, or a tool called: no draft
         return False
     keep = database_sync_to_async(drafts.keep)
     return bool(await keep(session.pk, writer, document, provider.model, end.usage))

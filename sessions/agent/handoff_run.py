@@ -145,7 +145,12 @@ class HandoffRun:
             return Prepared(
                 data={"handoff": {**record, "draft": True}},
                 replay=draft.document,
-                usage=Usage(input=draft.input_tokens, output=draft.output_tokens),
+                usage=Usage(
+                    input=draft.input_tokens,
+                    output=draft.output_tokens,
+                    cache_read=draft.cache_read_tokens,
+                    cache_write=draft.cache_write_tokens,
+                ),
             )
         try:
             plan = await window.fit(context.context_parts(branch), prompt_text, provider)

@@ -20,7 +20,7 @@ from foundation.database import short
 from ..context import USER, as_read
 from ..models import ChatSession, Entry
 from ..models.questions import ALLOWED
-from ..providers import ToolCall
+from ..providers import Provider, ToolCall
 from . import mcp_tools
 from .approvals import Approvals, refusal
 from .events import Emit
@@ -48,6 +48,18 @@ TOOLS: tuple[Tool, ...] = (TODO_WRITE, RECALL, HANDOFF)
 def offered_tools(session: ChatSession) -> tuple[Tool, ...]:
     """The tools `session` offers (recall: only where there is a lineage to recall from)."""
     return tuple(tool for tool in TOOLS if tool.offered is None or tool.offered(session))
+
+
+async def offered_to(
+    session: ChatSession, provider: Provider, tools: tuple[Tool, ...] | None = None
+) -> tuple[Tool, ...]:
+    """Every tool `provider`'s model may call in `session`: the session's own (`tools`, when
+    the caller read them already) and the MCP tools, when the model calls them."""
+    if tools is None:
+        tools = await short(offered_tools)(session)
+    if provider.calls_mcp_tools:
+        tools += await mcp_tools.offered(session)
+    return tools
 
 
 def named(name: str, tools: tuple[Tool, ...]) -> Tool | None:
@@ -142,11 +154,7 @@ class ToolLoop:
         """The model's last reply of the loop. `tools`: those the session offers, when the
         caller read them already."""
         rounds = 0
-        if tools is None:
-            tools = await short(offered_tools)(self.session)
-        if self.streamer.provider.calls_mcp_tools:
-            tools += await mcp_tools.offered(self.session)
-        self.tools = tools
+        self.tools = await offered_to(self.session, self.streamer.provider, tools)
         definitions = [tool.definition for tool in self.tools]
         while True:
             reply, entry = await self.streamer.reply(

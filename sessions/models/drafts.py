@@ -22,6 +22,8 @@ class HandoffDraft(models.Model):
     writing_until = models.DateTimeField(null=True)  # the lease: no other writer before it
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
+    cache_read_tokens = models.PositiveIntegerField(default=0)  # read from the prompt cache
+    cache_write_tokens = models.PositiveIntegerField(default=0)
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

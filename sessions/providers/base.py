@@ -78,6 +78,7 @@ class Provider(ABC):
     model: str
     spec: ModelSpec  # the model's window and maximum output
     calls_mcp_tools = True  # offered the operator's MCP tools (the offline model is not)
+    caches_prompts = False  # a request that begins as an earlier one did is read from a cache
 
     @abstractmethod
     def stream(
