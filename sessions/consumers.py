@@ -211,8 +211,14 @@ class SessionConsumer(LeanConsumer):
         await self.send(text_data=partials.help_notice(list(commands.REGISTRY.values()), prompts))
 
     async def hand_off(self, parsed: commands.CommandCall) -> None:
-        model, focus = session_commands.handoff_arguments(parsed.args)
-        started = await generation.start_handoff(self.session, focus, render, model)
+        """/handoff, or /compact: the same document, the session itself going on from it."""
+        in_place = parsed.name == "compact"
+        model, focus = (
+            ("", parsed.args) if in_place else session_commands.handoff_arguments(parsed.args)
+        )
+        started = await generation.start_handoff(
+            self.session, focus, render, model, in_place=in_place
+        )
         if started.refusal:
             raise Refused(started.refusal)
         if started.busy:
@@ -352,6 +358,7 @@ class SessionConsumer(LeanConsumer):
 COMMANDS: dict[str, str] = {
     "help": "show_help",
     "handoff": "hand_off",
+    "compact": "hand_off",
     **dict.fromkeys(session_commands.NAMES, "run_command"),
 }
 

@@ -169,6 +169,7 @@ class PreferencesForm(forms.ModelForm):
             "generate_titles",
             "review_handoff",
             "auto_handoff_at",
+            "auto_compacts",
             "draft_handoff_at",
             "amend_handoff",
             "handoff_instructions",
@@ -185,6 +186,7 @@ class PreferencesForm(forms.ModelForm):
             "generate_titles": "Give new sessions a short title written by Claude",
             "review_handoff": "Review the handoff document before switching sessions",
             "auto_handoff_at": "Hand off automatically at this share of the context window (%)",
+            "auto_compacts": "At that share, compact in place instead of handing off",
             "draft_handoff_at": "Prepare the handoff in the background from this share of the "
             "context window (%)",
             "recall_everywhere": "Let the model recall from all my sessions",

@@ -14,7 +14,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from . import mentions, salience, search
 from .models import ChatSession, Entry, Preferences
@@ -68,6 +68,8 @@ def offered(session: ChatSession) -> bool:
     preference)."""
     if session.parent_session_id is not None or session.forked_from_id is not None:
         return True
+    if session.compacted_at is not None:  # what its own compaction left out of its context
+        return True
     return bool(mentions.mentioned_by(session)) or everywhere(session)
 
 
@@ -108,15 +110,19 @@ def recall(session: ChatSession, query: str, only: int | None = None) -> list[Re
     if not words:
         raise RecallRefused("Give `query` some words to look for.")
     sessions = readable(session)
+    compacted = session.compacted_at  # its own entries above its latest compaction
     if only is not None:
-        if only not in sessions:
+        if only not in sessions and not (only == session.pk and compacted is not None):
             raise RecallRefused(
                 f"Session {only} is not one this session came from: recall reads only "
                 f"{_named(sessions)}."
             )
-        sessions = [only]
+        sessions = [only] if only != session.pk else []
+    within = Q(session_id__in=sessions)
+    if compacted is not None and only in (None, session.pk):
+        within |= Q(session_id=session.pk, pk__lt=compacted)
     # Not agentweb's own handoff requests: boilerplate, and the work ledger already written out.
-    entries = Entry.objects.filter(session_id__in=sessions).exclude(
+    entries = Entry.objects.filter(within).exclude(
         role=Entry.Role.USER, data__has_key="purpose", data__purpose="handoff"
     )
     found: list[Recalled] = []

@@ -88,7 +88,17 @@ async def test_the_slash_menu_offers_every_command(owner, client):
     await db_async(client.force_login)(owner)
     page = (await db_async(client.get)(session.get_absolute_url())).content.decode()
     names = re.findall(r'data-name="([a-z]+)"', page)
-    assert names == ["handoff", "thinking", "model", "rename", "new", "export", "tree", "help"]
+    assert names == [
+        "handoff",
+        "compact",
+        "thinking",
+        "model",
+        "rename",
+        "new",
+        "export",
+        "tree",
+        "help",
+    ]
 
 
 async def test_every_registered_command_has_a_handler_and_every_handler_a_command():

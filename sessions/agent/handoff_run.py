@@ -18,7 +18,19 @@ from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 
-from .. import context, coverage, drafts, handoff, ledger, status, store, todos, usage, window
+from .. import (
+    compaction,
+    context,
+    coverage,
+    drafts,
+    handoff,
+    ledger,
+    status,
+    store,
+    todos,
+    usage,
+    window,
+)
 from ..context import ASSISTANT, USER
 from ..handoff import StructureReport
 from ..models import ChatSession, Entry, HandoffDraft, Preferences
@@ -49,6 +61,7 @@ class HandoffResult:
     reply: Entry
     new_session: ChatSession | None = None  # None while the user reviews the document (B14)
     written: str = ""  # the document as the model wrote it, before agentweb's addendum
+    compaction: Entry | None = None  # /compact: the entry the session now goes on from
 
 
 class Agent(Protocol):
@@ -60,6 +73,8 @@ class Agent(Protocol):
     streamer: Streamer
 
     async def emit(self, type_: str, **fields: Any) -> None: ...
+
+    async def load(self, *, before: Entry | None = None) -> None: ...
 
     async def prompt(
         self,
@@ -74,12 +89,19 @@ class Agent(Protocol):
 
 class HandoffRun:
     def __init__(
-        self, agent: Agent, focus: str = "", model: str = "", *, automatic: bool = False
+        self,
+        agent: Agent,
+        focus: str = "",
+        model: str = "",
+        *,
+        automatic: bool = False,
+        in_place: bool = False,
     ) -> None:
         self.agent = agent
         self.focus = focus
         self.model = model  # the new session's ("": the session's own)
         self.automatic = automatic  # the threshold's handoff, not one the user asked for
+        self.in_place = in_place  # /compact: the session goes on from the document itself
         self.stage = "starting"  # then request, notes, document, continuation, guard, amendment,
         # switch
         self.cancelled = False
@@ -114,6 +136,9 @@ class HandoffRun:
         reply, document = await self._guard(branch, reply, written)
         document = handoff.with_ledger(document, work)
         result = HandoffResult(document, handoff.check_structure(document), reply, written=written)
+        if self.in_place:
+            result.compaction = await self._compact(reply, document, context_before)
+            return result
         if await database_sync_to_async(_preference)(session, "review_handoff"):
             return result
         self._go_on("switch")
@@ -123,6 +148,18 @@ class HandoffRun:
             log.exception("handoff switch failed in session %s", session.pk)
             raise await switch_failed(session, exc) from exc
         return result
+
+    async def _compact(self, reply: Entry, document: str, before: int) -> Entry:
+        """/compact: the document becomes the session's compaction, shown where it stands, and
+        the agent's context starts again from it."""
+        self._go_on("switch")
+        cost = usage.of_reply(reply).cost
+        entry = await database_sync_to_async(compaction.compact)(
+            self.agent.session, document, before, None if cost is None else str(cost)
+        )
+        await self.agent.emit("message_end", role="", entry=entry)
+        await self.agent.load()
+        return entry
 
     def _go_on(self, stage: str) -> None:
         if self.cancelled:
@@ -139,6 +176,8 @@ class HandoffRun:
             record["automatic"] = True
         if self.model:  # kept with the document: a reviewed switch goes to it too
             record["model"] = self.model
+        if self.in_place:  # a compaction's: no session is ever started from it
+            record["compact"] = True
         if self.draft is not None:  # written while the session was idle: no model call now
             self.stage = "document"
             draft = self.draft  # its tokens are the reply's: the session's usage counts them

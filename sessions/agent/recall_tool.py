@@ -38,7 +38,8 @@ RECALL = Tool(
     description=(
         "Look up what was said in the sessions this one came from (the session it was handed "
         "off or forked from, and the ones before it) and those its messages mention, or in all "
-        "the user's sessions when they allow it: the detail a handoff document left out. Ask in "
+        "the user's sessions when they allow it, and in this session's own turns above its "
+        "latest compaction: the detail a handoff document left out. Ask in "
         "keywords: an entry need not hold every word; those holding the most, and the rarest, "
         "come first, each labelled with its session id and entry id; cite them when you use "
         "them. `session` searches that one only."

@@ -205,15 +205,16 @@ class AgentSession:
 
     # --- handoff -----------------------------------------------------------
     async def handoff(
-        self, focus: str = "", *, model: str = "", automatic: bool = False
+        self, focus: str = "", *, model: str = "", automatic: bool = False, in_place: bool = False
     ) -> HandoffResult:
         """Generate a handoff document and switch to a new session seeded with it only, on
-        `model` ("": this session's); `automatic`: the threshold's, not the user's.
+        `model` ("": this session's); `automatic`: the threshold's, not the user's; `in_place`:
+        /compact, the session itself goes on from the document.
 
         Raises NothingToHandOff, HandoffCancelled or HandoffFailed; on success the
         agent is bound to the new session (unless the user reviews first, B14).
         """
-        self.handoff_run = HandoffRun(self, focus, model, automatic=automatic)
+        self.handoff_run = HandoffRun(self, focus, model, automatic=automatic, in_place=in_place)
         try:
             result = await self.handoff_run.run()
         finally:

@@ -25,6 +25,11 @@ REGISTRY: dict[str, Command] = {
             "Write a handoff document and continue in a new session seeded with it",
             "[--model <id>] [focus instructions]",
         ),
+        Command(
+            "compact",
+            "Write the handoff document and go on in this session from it",
+            "[focus instructions]",
+        ),
         Command("thinking", "Set how much Claude thinks before replying", "[off|low|medium|high]"),
         Command("model", "Run this session on another model", "[model]"),
         Command("rename", "Give this session a new title", "<title>"),

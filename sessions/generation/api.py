@@ -19,7 +19,7 @@ from django.db import IntegrityError
 
 from foundation.database import short, until_it_answers
 
-from .. import status, tabs, titles
+from .. import shapes, status, tabs, titles
 from ..agent import AgentSession, drafting
 from ..agent.handoff_run import switch_failed
 from ..models import ChatSession, Entry, Refused, ToolQuestion
@@ -46,15 +46,17 @@ async def start(
     render: Render,
     handoff_focus: str | None = None,
     handoff_model: str = "",
+    in_place: bool = False,
 ) -> bool:
     """Claim the session and run a job in this process; False if one already runs.
-    `handoff_model`: the model the handoff's new session runs on ("": the session's own)."""
+    `handoff_model`: the model the handoff's new session runs on ("": the session's own);
+    `in_place`: /compact instead."""
     drafting.cancel(session.pk)  # a draft written beside the chat never delays anything
     generation_id, channel = await _new_generation()
     if not await database_sync_to_async(claim)(session.pk, generation_id, kind, channel):
         return False
     session = await database_sync_to_async(ChatSession.objects.get)(pk=session.pk)
-    _launch(Job(session, generation_id, channel, render), handoff_focus, handoff_model)
+    _launch(Job(session, generation_id, channel, render), handoff_focus, handoff_model, in_place)
     return True
 
 
@@ -99,15 +101,15 @@ async def branch_and_reply(
 
 
 async def start_handoff(
-    session: ChatSession, focus: str, render: Render, model: str = ""
+    session: ChatSession, focus: str, render: Render, model: str = "", *, in_place: bool = False
 ) -> Submitted:
-    """/handoff: a handoff job, unless a cap or a running generation stands in the way. The run
-    itself checks there is something to hand off (H3). `model`: the new session's ("": the
-    session's own)."""
+    """/handoff (or /compact, `in_place`): a handoff job, unless a cap or a running generation
+    stands in the way. The run itself checks there is something to hand off (H3). `model`: the
+    new session's ("": the session's own)."""
     refusal = await database_sync_to_async(over_a_cap)(session, queueing=False)
     if refusal:
         return Submitted(refusal=refusal)
-    if not await start(session, "handoff", render, handoff_focus=focus, handoff_model=model):
+    if not await start(session, "handoff", render, focus, model, in_place):
         return Submitted(busy=BUSY)
     return Submitted()
 
@@ -140,7 +142,9 @@ def _reviewable_reply(session: ChatSession, reply_id: int) -> Entry | None:
     reply = Entry.objects.filter(
         pk=reply_id, session=session, status=Entry.Status.COMPLETE, data__purpose="handoff"
     ).first()
-    if reply is None or ChatSession.objects.filter(handed_off_from=reply).exists():
+    if reply is None or shapes.part(reply.data, "handoff").get("compact"):
+        return None  # a compaction's: the session itself went on from it
+    if ChatSession.objects.filter(handed_off_from=reply).exists():
         return None
     return reply
 
@@ -248,8 +252,10 @@ async def _new_generation() -> tuple[str, str]:
     return uuid.uuid4().hex, await get_channel_layer().new_channel()
 
 
-def _launch(job: Job, handoff_focus: str | None = None, handoff_model: str = "") -> None:
-    task = asyncio.create_task(job.run(handoff_focus, handoff_model))
+def _launch(
+    job: Job, handoff_focus: str | None = None, handoff_model: str = "", in_place: bool = False
+) -> None:
+    task = asyncio.create_task(job.run(handoff_focus, handoff_model, in_place))
     RUNNING[job.generation_id] = task
     task.add_done_callback(functools.partial(_ended, job))
 

@@ -25,7 +25,7 @@ from ..agent import (
     HandoffResult,
     NothingToHandOff,
 )
-from ..models import ChatSession, Entry
+from ..models import ChatSession, Entry, Preferences
 from .claims import leases, set_kind
 from .events import (
     EntryAdded,
@@ -53,6 +53,11 @@ SAVING = (
     "Saving… the database is not answering: the reply is kept here and saved as soon as it answers."
 )
 ENDED = Notice("", "info")  # an empty notice: the one the tabs show has ended
+COMPACTED = "Compacted: this session goes on from the document, shown where the divider is."
+AUTO_COMPACT = (
+    "The next message would fill the context window past your automatic handoff setting: "
+    "compacting first (Cancel sends it without compacting)."
+)
 RUNNING: dict[str, asyncio.Task[None]] = {}  # strong references: running jobs of this process
 
 
@@ -88,7 +93,9 @@ class Job:
     def session_id(self) -> int:
         return self.agent.session_id
 
-    async def run(self, handoff_focus: str | None = None, handoff_model: str = "") -> None:
+    async def run(
+        self, handoff_focus: str | None = None, handoff_model: str = "", in_place: bool = False
+    ) -> None:
         listener = asyncio.create_task(self.listen())
         heartbeat = asyncio.create_task(self.heartbeat())
         try:
@@ -96,9 +103,9 @@ class Job:
             await self.agent.load(before=self.turn.user if self.turn else None)
             if handoff_focus is not None:
                 await self.relay.notify(ENDED)
-            asked = handoff_focus is not None
-            if asked and await self.run_handoff(handoff_focus or "", handoff_model) == "review":
-                return  # prompts queued meanwhile wait for the reviewed switch (or its discard)
+                outcome = await self.run_handoff(handoff_focus, handoff_model, in_place=in_place)
+                if outcome == "review":  # prompts queued meanwhile wait for the reviewed switch
+                    return  # (or its discard)
             await self.take_turns()
         except ChatSession.DoesNotExist:  # deleted for good meanwhile: nothing more to write
             log.info("generation %s stops: its session is gone", self.generation_id)
@@ -163,11 +170,16 @@ class Job:
                 return  # gone, and its claim with it
         await self.relay.show_status(closing)
 
-    async def run_handoff(self, focus: str, model: str = "", *, automatic: bool = False) -> str:
-        """Run /handoff and tell the tabs; returns switched, review, cancelled or failed."""
+    async def run_handoff(
+        self, focus: str, model: str = "", *, automatic: bool = False, in_place: bool = False
+    ) -> str:
+        """Run /handoff (/compact: `in_place`) and tell the tabs; returns switched, compacted,
+        review, cancelled or failed."""
         old_id = self.session_id
         try:
-            result = await self.agent.handoff(focus, model=model, automatic=automatic)
+            result = await self.agent.handoff(
+                focus, model=model, automatic=automatic, in_place=in_place
+            )
         except NothingToHandOff as error:
             await self.relay.notify(Notice(str(error), "warning"))
         except HandoffCancelled:
@@ -176,6 +188,9 @@ class Job:
         except HandoffFailed as error:
             await self.relay.notify(Notice(str(error), "error"))
         else:
+            if result.compaction is not None:
+                await self.relay.notify(Notice(COMPACTED, "success"))
+                return "compacted"
             await self.handoff_succeeded(old_id, result)
             return "review" if result.new_session is None else "switched"
         return "failed"
@@ -185,8 +200,11 @@ class Job:
         queued, so it moves to the new session with the switch (or waits for a review)."""
         await database_sync_to_async(set_kind)(self.session_id, self.generation_id, "handoff")
         await self.relay.show_status()
-        await self.relay.notify(Notice(AUTO_HANDOFF, "info"))
-        return await self.run_handoff("", automatic=True)
+        in_place = await database_sync_to_async(Preferences.of_owner)(
+            self.agent.session, "auto_compacts", "owner_auto_compacts"
+        )
+        await self.relay.notify(Notice(AUTO_COMPACT if in_place else AUTO_HANDOFF, "info"))
+        return await self.run_handoff("", automatic=True, in_place=bool(in_place))
 
     async def run_proposed(self, focus: str) -> str:
         """The handoff the model proposed and the user allowed, once its reply ended."""

@@ -30,6 +30,8 @@ class Preferences(models.Model):
         validators=[MinValueValidator(10), MaxValueValidator(100)],
         help_text="Percent of the model's context window; empty: never.",
     )
+    # At that share: compact in place (`/compact`) instead of handing off to a new session.
+    auto_compacts = models.BooleanField(default=False)
     # Salient items a handoff document dropped: ask Claude to work them in (one more streamed
     # round) instead of appending them as agentweb's own "Also carried over" section.
     amend_handoff = models.BooleanField(

@@ -72,10 +72,10 @@ class ChatSession(models.Model):
     # plus an estimate of what came after it (kept up to date by the store).
     context_tokens = models.PositiveIntegerField(default=0)
     draft_at = models.BigIntegerField(null=True, blank=True)  # the leaf of its handoff draft
+    compacted_at = models.BigIntegerField(null=True, blank=True)  # its latest /compact's entry
     # An imported session: the model its file ran on ("provider/model"), its working folder.
     imported_model = models.CharField(max_length=200, blank=True)
     cwd = models.CharField(max_length=500, blank=True)
-
     # How much Claude thinks before replying (sessions.thinking): the latest
     # thinking_level_change on the branch.
     thinking_level = models.CharField(max_length=16, default="off")

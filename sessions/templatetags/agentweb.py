@@ -15,7 +15,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.timezone import get_current_timezone, localtime
 from django.utils.translation import get_language
 
-from .. import handoff, transcript, usage
+from .. import compaction, handoff, transcript, usage
 from ..context import mentioned
 from ..coverage import Coverage
 from ..models import Entry
@@ -92,6 +92,11 @@ def usage_line(used: Usage) -> str:
 @register.filter
 def model_label(model: str) -> str:
     return label_for(model)
+
+
+@register.filter
+def compaction_figures(entry: Entry) -> str:
+    return compaction.figures(entry)
 
 
 @register.filter
