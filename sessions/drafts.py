@@ -10,12 +10,15 @@ conditional UPDATE.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from . import context, handoff
+from .context import LLMMessage
 from .models import ChatSession, Entry, HandoffDraft, Preferences
 from .providers import catalog
 from .tokens import Usage
@@ -47,9 +50,11 @@ def claim(session: ChatSession, writer: str) -> bool:
     now = timezone.now()
     free = Q(writing_until__isnull=True) | Q(writing_until__lt=now)
     written = Q(leaf_id=session.leaf_id, focus="") & ~Q(document="")
-    changes = {"writer": writer, "writing_until": now + LEASE, "leaf_id": session.leaf_id}
+    changes = {"writer": writer, "writing_until": now + LEASE}
     drafts = HandoffDraft.objects.filter(session_id=session.pk)
-    if drafts.filter(free).exclude(written).update(**changes, document="", focus=""):
+    # The document written before stays until the new one is kept: the new one may be that
+    # document brought up to date (`behind`), and a `/handoff` meanwhile may do the same.
+    if drafts.filter(free).exclude(written).update(**changes):
         return True
     if drafts.exists():
         return False
@@ -61,15 +66,17 @@ def claim(session: ChatSession, writer: str) -> bool:
     return True
 
 
-def keep(session_id: int, writer: str, document: str, model: str, usage: Usage) -> bool:
-    """The document written, kept as the session's draft (when the writer still holds it), and
-    the session's row told which leaf it was written at: its status line says it is ready."""
+def keep(session_id: int, writer: str, leaf: int, document: str, model: str, usage: Usage) -> bool:
+    """The document written at entry `leaf`, kept as the session's draft (when the writer still
+    holds it), and the session's row told which leaf it was written at: its status line says it
+    is ready."""
     with transaction.atomic():
         held = HandoffDraft.objects.select_for_update().filter(session_id=session_id, writer=writer)
-        leaf = held.values_list("leaf_id", flat=True).first()
-        if leaf is None:
+        if not held.exists():
             return False
         held.update(
+            leaf_id=leaf,
+            focus="",
             document=document,
             model=model,
             input_tokens=usage.input,
@@ -97,3 +104,27 @@ def ready(session: ChatSession, focus: str) -> HandoffDraft | None:
         .exclude(document="")
         .first()
     )
+
+
+UPDATE_REACH = 40  # entries past a draft that a short request brings it up to date with
+
+
+def behind(
+    session_id: int, branch: Sequence[Entry], budget: int
+) -> tuple[HandoffDraft, list[LLMMessage]] | None:
+    """The session's draft (of no focus) when it was written at an earlier entry of `branch`
+    and the entries after it are few (UPDATE_REACH) and short (half of `budget` tokens): the
+    draft, and the short request that brings it up to date with them."""
+    draft = (
+        HandoffDraft.objects.filter(session_id=session_id, focus="").exclude(document="").first()
+    )
+    if draft is None:
+        return None
+    at = next((n for n, entry in enumerate(branch) if entry.pk == draft.leaf_id), None)
+    if at is None or not 0 < len(branch) - at - 1 <= UPDATE_REACH:
+        return None
+    later = context.context_parts(branch[at + 1 :])
+    if sum(part.tokens for part in later) > budget // 2:
+        return None
+    asked = handoff.update_request(draft.document, context.serialize(later))
+    return draft, [{"role": context.USER, "content": [{"type": "text", "text": asked}]}]

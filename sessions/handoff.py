@@ -95,6 +95,22 @@ def notes_request(transcript: str, part: int, parts: int, depth: int = 0) -> str
     return f"<conversation>\n{transcript}\n</conversation>\n\n" + NOTES_PROMPT.format(what=what)
 
 
+UPDATE_PROMPT = (
+    "Above are a handoff document written earlier in this conversation and the turns that "
+    "came after it. Bring the document up to date: keep its sections, their headings and their "
+    "order; fold in what the later turns did, decided, found and left open; drop what they made "
+    "obsolete. Reply with the whole document only."
+)
+
+
+def update_request(document: str, later: str) -> str:
+    """The short request that brings a draft a few turns old up to date with `later` turns."""
+    return (
+        f"<handoff-document>\n{document}\n</handoff-document>\n\n"
+        f"<later-turns>\n{later}\n</later-turns>\n\n{UPDATE_PROMPT}"
+    )
+
+
 def notes_intro(notes: str, parts: int, model_label: str) -> str:
     """How the notes open the final handoff request, in place of the stretches they cover."""
     return (

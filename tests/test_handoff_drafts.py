@@ -159,6 +159,11 @@ async def test_a_session_that_moved_on_gets_a_new_draft_and_a_new_focus_is_writt
     await tab.until("Noted.</p>")
     await generation.wait_idle()
     assert "The second draft." in (await draft_of(old)).document
+    # The second was the first brought up to date by a short request: the draft and the turns
+    # after it, none of those before.
+    [update] = fake_anthropic.requests[3]["json"]["messages"]
+    assert update["content"][0]["text"].startswith(f"<handoff-document>\n{first}\n")
+    assert "and then?" in update["content"][0]["text"] and "question 0" not in str(update)
     await tab.send(message="/handoff the tests")
     new_id = redirected_session(await tab.until("data-url="))
     await generation.wait_idle()
@@ -168,6 +173,43 @@ async def test_a_session_that_moved_on_gets_a_new_draft_and_a_new_focus_is_writt
     )
     seed = await db_async(lambda: Entry.objects.filter(session_id=new_id).first().text)()
     assert "About the tests only." in seed and "The second draft." not in seed
+
+
+@pytest.mark.asyncio
+async def test_at_handoff_a_draft_a_few_turns_old_is_brought_up_to_date_by_a_short_request(
+    owner, fake_anthropic, open_tab, drafting
+):
+    first = DOCUMENT.replace("Goal details.", "The first draft.")
+    updated = DOCUMENT.replace("Goal details.", "Updated with the parser work.")
+    fake_anthropic.enqueue(
+        long_reply("Sure."),
+        Reply.text(first),
+        long_reply("The parser is done."),
+        Reply(chunks=[updated], input_tokens=700, output_tokens=240),
+    )
+    old = await db_async(make_session)(owner, exchanges=2)
+    _, tab = await open_tab(owner, old)
+    await tab.send(message="go on")
+    await tab.until("Sure.</p>")
+    await generation.wait_idle()
+    # No draft after the next reply: the one written stays a reply behind.
+    await db_async(Preferences.objects.filter(user=owner).update)(draft_handoff_at=0)
+    await tab.send(message="now the parser")
+    await tab.until("The parser is done.</p>")
+    await generation.wait_idle()
+    assert len(fake_anthropic.requests) == 3
+
+    await tab.send(message="/handoff")
+    new_id = redirected_session(await tab.until("data-url="))
+    await generation.wait_idle()
+    [asked] = fake_anthropic.requests[3]["json"]["messages"]
+    text = asked["content"][0]["text"]
+    assert text.startswith(f"<handoff-document>\n{first}\n</handoff-document>\n\n<later-turns>")
+    assert "now the parser" in text and "The parser is done." in text
+    assert "question 0" not in text and "Sure." not in text  # what the draft covered already
+    assert text.endswith("Reply with the whole document only.")
+    seed = await db_async(lambda: Entry.objects.filter(session_id=new_id).first().text)()
+    assert "Updated with the parser work." in seed and "The first draft." not in seed
 
 
 @pytest.mark.asyncio

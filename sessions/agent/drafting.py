@@ -10,13 +10,15 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 
 from .. import context, drafts, store, window
-from ..models import ChatSession
-from ..providers import ProviderError, StreamEnd, TextDelta
+from ..context import LLMMessage
+from ..models import ChatSession, Entry
+from ..providers import Provider, ProviderError, StreamEnd, TextDelta
 from .handoff_run import request_of
 from .provider import provider_for
 from .session import instructions_of
@@ -79,20 +81,14 @@ async def _write(session_id: int, ready: Ready) -> None:
 async def _written(session: ChatSession, writer: str) -> bool:
     """Whether the draft was written and kept."""
     branch = await database_sync_to_async(store.get_branch)(session)
-    prompt_text, _ = await request_of(session, branch, "")
     provider = provider_for(session.model)
-    plan = await window.fit(context.context_parts(branch), prompt_text, provider)
-    if plan.chunks:  # too long for one request: /handoff takes its notes as it goes
+    request = await _request(session, branch, provider)
+    if request is None:  # too long for one request: /handoff takes its notes as it goes
         return False
+    messages, tools = request
     text: list[str] = []
     end = StreamEnd()
     system = await instructions_of(session)
-    # Where the API caches prompts, the tools the session's replies offer, though the draft
-    # calls none: its request then begins as the session's last one did (tools, system,
-    # turns), which the cache holds already.
-    offered = await offered_to(session, provider) if provider.caches_prompts else ()
-    tools = [tool.definition for tool in offered]
-    messages = plan.messages(prompt_text)
     async for event in provider.stream(messages, system=system or None, tools=tools):
         if isinstance(event, TextDelta):
             text.append(event.text)
@@ -102,4 +98,29 @@ async def _written(session: ChatSession, writer: str) -> bool:
     if not document or end.stop_reason != "end_turn":  # cut off, or a tool called: no draft
         return False
     keep = database_sync_to_async(drafts.keep)
-    return bool(await keep(session.pk, writer, document, provider.model, end.usage))
+    leaf = branch[-1].pk
+    return bool(await keep(session.pk, writer, leaf, document, provider.model, end.usage))
+
+
+async def _request(
+    session: ChatSession, branch: list[Entry], provider: Provider
+) -> tuple[list[LLMMessage], list[dict[str, Any]]] | None:
+    """The draft's request and the tools it offers; None when the session is too long for one.
+
+    A draft a few turns old is brought up to date by a short request (Claude's: the offline
+    model writes its document from the whole context at no cost). Otherwise it is the request
+    `/handoff` would send, with, where the API caches prompts, the tools the session's replies
+    offer, though the draft calls none: it then begins as the session's last request did
+    (tools, system, turns), which the cache holds already."""
+    if not provider.spec.is_local:
+        behind = await database_sync_to_async(drafts.behind)(
+            session.pk, branch, provider.spec.budget
+        )
+        if behind is not None:
+            return behind[1], []
+    prompt_text, _ = await request_of(session, branch, "")
+    plan = await window.fit(context.context_parts(branch), prompt_text, provider)
+    if plan.chunks:
+        return None
+    offered = await offered_to(session, provider) if provider.caches_prompts else ()
+    return plan.messages(prompt_text), [tool.definition for tool in offered]

@@ -107,6 +107,7 @@ class HandoffRun:
         self.cancelled = False
         self.sent: list[dict[str, Any]] = []  # the request the document answers
         self.draft: HandoffDraft | None = None  # written ahead, at this leaf, for this focus
+        self.behind: list[dict[str, Any]] | None = None  # the request updating an older draft
 
     def cancel(self) -> None:
         """Stop the run: what streams now is aborted, and no later step runs."""
@@ -121,7 +122,7 @@ class HandoffRun:
         branch = await database_sync_to_async(store.get_branch)(session)
         handoff.check_guard(store.count_messages(branch))
         prompt_text, work = await request_of(session, branch, self.focus)
-        self.draft = await database_sync_to_async(drafts.ready)(session, self.focus)
+        await self._look_for_a_draft(branch)
         context_before = session.context_tokens
         self.stage = "request"
         reply = await self.agent.prompt(
@@ -161,6 +162,15 @@ class HandoffRun:
         await self.agent.load()
         return entry
 
+    async def _look_for_a_draft(self, branch: list[Entry]) -> None:
+        """A draft written at this leaf for this focus; else, with no focus and Claude, the
+        short request that brings a draft a few turns old up to date."""
+        session, spec = self.agent.session, self.agent.provider.spec
+        self.draft = await database_sync_to_async(drafts.ready)(session, self.focus)
+        if self.draft is None and not self.focus and not spec.is_local:
+            behind = await database_sync_to_async(drafts.behind)(session.pk, branch, spec.budget)
+            self.behind = None if behind is None else behind[1]
+
     def _go_on(self, stage: str) -> None:
         if self.cancelled:
             raise HandoffCancelled
@@ -191,6 +201,10 @@ class HandoffRun:
                     cache_write=draft.cache_write_tokens,
                 ),
             )
+        if self.behind is not None:  # only the turns after the draft, and the draft: short
+            self.stage, self.sent = "document", self.behind
+            data = {"handoff": {**record, "updated_draft": True}, "fitted": True}
+            return Prepared(messages=self.sent, data=data)
         try:
             plan = await window.fit(context.context_parts(branch), prompt_text, provider)
             notes = ""
