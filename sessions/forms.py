@@ -171,6 +171,7 @@ class PreferencesForm(forms.ModelForm):
             "auto_handoff_at",
             "auto_compacts",
             "draft_handoff_at",
+            "handoff_writer",
             "amend_handoff",
             "handoff_instructions",
             "recall_everywhere",
@@ -198,6 +199,15 @@ class PreferencesForm(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["draft_handoff_at"].required = False  # left out: as it was
+        models = [(model.id, model.label) for model in catalog.offered()]
+        kept = self.instance.handoff_writer  # chosen once, perhaps no longer offered: kept
+        if kept and kept not in dict(models):
+            models.append((kept, f"{catalog.spec(kept).label} (not offered now)"))
+        self.fields["handoff_writer"] = forms.ChoiceField(
+            label="Write handoff documents and drafts with",
+            choices=[("", "Each session's own model"), *models],
+            required=False,
+        )
 
     def clean_draft_handoff_at(self) -> int:
         value = self.cleaned_data.get("draft_handoff_at")

@@ -247,3 +247,17 @@ def test_one_writer_holds_a_sessions_draft_at_a_time(owner):
     assert not drafts.claim(session, "process-b")  # another process, the same moment
     drafts.release(session.pk, "process-a")
     assert drafts.claim(session, "process-b")
+
+
+@pytest.mark.asyncio
+async def test_the_owners_writer_model_writes_the_draft(owner, fake_anthropic, open_tab, drafting):
+    await db_async(Preferences.objects.filter(user=owner).update)(handoff_writer="claude-haiku-4-5")
+    fake_anthropic.enqueue(long_reply("Sure."), Reply.text(DOCUMENT))
+    old = await db_async(make_session)(owner, exchanges=2)
+    _, tab = await open_tab(owner, old)
+    await tab.send(message="go on")
+    await tab.until("Sure.</p>")
+    await generation.wait_idle()
+    chat, draft = (request["json"]["model"] for request in fake_anthropic.requests)
+    assert (chat, draft) == (FAKE_MODEL, "claude-haiku-4-5")
+    assert (await draft_of(old)).model == "claude-haiku-4-5"

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from sessions import generation
-from sessions.models import ChatSession, Preferences
+from sessions.models import ChatSession, Entry, Preferences
 
 from .conftest import FAKE_MODEL, db_async, make_session
 from .fake_anthropic import Reply
@@ -74,3 +74,50 @@ async def test_a_reviewed_document_switches_to_the_model_named(owner, fake_anthr
     await tab.send(action="handoff_confirm", entry=found.group(1), document=DOCUMENT)
     new_id = redirected_session(await tab.until("data-url="))
     assert (await db_async(ChatSession.objects.get)(pk=new_id)).model == "local"
+
+
+async def test_the_owners_writer_model_writes_the_document_and_the_session_keeps_its_own(
+    owner, fake_anthropic, open_tab
+):
+    await db_async(Preferences.objects.create)(user=owner, handoff_writer="claude-haiku-4-5")
+    fake_anthropic.enqueue(Reply.text(DOCUMENT), Reply.text("Still on the session's model."))
+    old = await db_async(make_session)(owner, exchanges=2)
+    _, tab = await open_tab(owner, old)
+    await tab.send(message="/handoff")
+    new_id = redirected_session(await tab.until("data-url="))
+    await generation.wait_idle()
+    assert fake_anthropic.requests[0]["json"]["model"] == "claude-haiku-4-5"
+    document = await db_async(
+        lambda: Entry.objects.filter(session_id=old.pk, role="assistant").last()
+    )()
+    assert document.model == "claude-haiku-4-5"  # its tokens are priced as Haiku's
+    new = await db_async(ChatSession.objects.get)(pk=new_id)
+    assert new.model == FAKE_MODEL
+    _, new_tab = await open_tab(owner, new)
+    await new_tab.send(message="go on")
+    await new_tab.until("Still on the session's model.")
+    assert fake_anthropic.requests[1]["json"]["model"] == FAKE_MODEL
+
+
+async def test_a_writer_model_the_server_does_not_offer_leaves_the_sessions_own(
+    owner, fake_anthropic, open_tab
+):
+    await db_async(Preferences.objects.create)(user=owner, handoff_writer="gpt-5")
+    fake_anthropic.enqueue(Reply.text(DOCUMENT))
+    old = await db_async(make_session)(owner, exchanges=2)
+    _, tab = await open_tab(owner, old)
+    await tab.send(message="/handoff")
+    await tab.until("data-url=")
+    await generation.wait_idle()
+    assert fake_anthropic.requests[0]["json"]["model"] == FAKE_MODEL
+
+
+async def test_the_preferences_page_offers_the_writer_models(owner, client, fake_anthropic):
+    await db_async(client.force_login)(owner)
+    page = (await db_async(client.get)("/preferences/")).content.decode()
+    assert "Write handoff documents and drafts with" in page
+    assert '<option value="" selected>Each session&#x27;s own model</option>' in page
+    assert '<option value="claude-haiku-4-5">Claude Haiku 4.5</option>' in page
+    await db_async(client.post)("/preferences/", {"handoff_writer": "claude-haiku-4-5"})
+    saved = await db_async(Preferences.objects.get)(user=owner)
+    assert saved.handoff_writer == "claude-haiku-4-5"

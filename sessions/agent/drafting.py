@@ -20,7 +20,7 @@ from ..context import LLMMessage
 from ..models import ChatSession, Entry
 from ..providers import Provider, ProviderError, StreamEnd, TextDelta
 from .handoff_run import request_of
-from .provider import provider_for
+from .provider import provider_for, writer_of
 from .session import instructions_of
 from .tools import offered_to
 
@@ -81,7 +81,7 @@ async def _write(session_id: int, ready: Ready) -> None:
 async def _written(session: ChatSession, writer: str) -> bool:
     """Whether the draft was written and kept."""
     branch = await database_sync_to_async(store.get_branch)(session)
-    provider = provider_for(session.model)
+    provider = await writer_of(session, provider_for(session.model))
     request = await _request(session, branch, provider)
     if request is None:  # too long for one request: /handoff takes its notes as it goes
         return False

@@ -38,6 +38,7 @@ from ..providers import Provider, ProviderError
 from ..salience import Item
 from ..tokens import Usage, estimate_tokens
 from .handoff_notes import Notes
+from .provider import writer_of
 from .streamer import Prepared, Streamer
 
 log = logging.getLogger(__name__)
@@ -108,6 +109,7 @@ class HandoffRun:
         self.sent: list[dict[str, Any]] = []  # the request the document answers
         self.draft: HandoffDraft | None = None  # written ahead, at this leaf, for this focus
         self.behind: list[dict[str, Any]] | None = None  # the request updating an older draft
+        self.writer: Provider = agent.provider  # what writes the document
 
     def cancel(self) -> None:
         """Stop the run: what streams now is aborted, and no later step runs."""
@@ -117,7 +119,17 @@ class HandoffRun:
     async def run(self) -> HandoffResult:
         """Generate the document and switch to a new session seeded with it only (unless the
         user reviews it first, B14). Raises NothingToHandOff (H3: the guard, kept here
-        only), HandoffCancelled or HandoffFailed."""
+        only), HandoffCancelled or HandoffFailed. The document is written by the owner's
+        preferred writer (Preferences → handoff_writer) where this server offers it."""
+        streamer = self.agent.streamer
+        own = streamer.provider
+        self.writer = streamer.provider = await writer_of(self.agent.session, own)
+        try:
+            return await self._run()
+        finally:
+            streamer.provider = own
+
+    async def _run(self) -> HandoffResult:
         session = self.agent.session
         branch = await database_sync_to_async(store.get_branch)(session)
         handoff.check_guard(store.count_messages(branch))
@@ -165,7 +177,7 @@ class HandoffRun:
     async def _look_for_a_draft(self, branch: list[Entry]) -> None:
         """A draft written at this leaf for this focus; else, with no focus and Claude, the
         short request that brings a draft a few turns old up to date."""
-        session, spec = self.agent.session, self.agent.provider.spec
+        session, spec = self.agent.session, self.writer.spec
         self.draft = await database_sync_to_async(drafts.ready)(session, self.focus)
         if self.draft is None and not self.focus and not spec.is_local:
             behind = await database_sync_to_async(drafts.behind)(session.pk, branch, spec.budget)
@@ -180,7 +192,7 @@ class HandoffRun:
         self, branch: list[Entry], prompt_text: str, context_before: int
     ) -> Prepared:
         """The handoff's request, made to fit the model's window (see window.py)."""
-        provider = self.agent.provider
+        provider = self.writer
         record: dict[str, Any] = {"context_before": context_before}
         if self.automatic:
             record["automatic"] = True
@@ -264,7 +276,7 @@ class HandoffRun:
             self._document_of(reply)  # a real failure, named as it is
         if reply.status == Entry.Status.ABORTED or self.cancelled:
             raise HandoffCancelled
-        spec = self.agent.provider.spec
+        spec = self.writer.spec
         raise HandoffFailed(handoff.OUTPUT_LIMIT.format(label=spec.label, tokens=spec.max_output))
 
     async def _guard(self, branch: list[Entry], reply: Entry, document: str) -> tuple[Entry, str]:
@@ -278,7 +290,7 @@ class HandoffRun:
         session = self.agent.session
         report = await asyncio.to_thread(coverage.coverage, branch, document, session.cwd)
         before, dropped, amended = report.summary(), report.salient_dropped, False
-        amend = dropped and not self.agent.provider.spec.is_local
+        amend = dropped and not self.writer.spec.is_local
         if amend and await database_sync_to_async(_preference)(session, "amend_handoff"):
             self._go_on("amendment")
             reply, document = await self._amend(document, dropped)

@@ -4,8 +4,10 @@ what they need (the offline model's words, this server's settings)."""
 
 from __future__ import annotations
 
+from channels.db import database_sync_to_async
 from django.conf import settings
 
+from ..models import ChatSession, Preferences
 from ..offline import OfflineModel
 from ..providers import Provider, catalog, claude
 from ..providers.local import LocalProvider
@@ -23,3 +25,14 @@ def provider_for(model: str) -> Provider:
             OfflineModel(), token_delay=settings.AGENTWEB_LOCAL_TOKEN_DELAY, spec=spec
         )
     return claude(model, max_tokens=spec.max_output, stall_seconds=settings.AGENTWEB_STALL_SECONDS)
+
+
+async def writer_of(session: ChatSession, own: Provider) -> Provider:
+    """What writes `session`'s handoff documents and drafts: the model its owner prefers for
+    them (Preferences → handoff_writer, to let a cheaper one write them) when this server
+    offers it, else `own`, the session's."""
+    read = database_sync_to_async(Preferences.of_owner)
+    preferred = await read(session, "handoff_writer", "owner_handoff_writer") or ""
+    if not preferred or preferred == own.model or not catalog.is_offered(preferred):
+        return own
+    return provider_for(preferred)

@@ -30,6 +30,8 @@ class Preferences(models.Model):
         validators=[MinValueValidator(10), MaxValueValidator(100)],
         help_text="Percent of the model's context window; empty: never.",
     )
+    # The model that writes handoff documents and drafts ("": each session's own).
+    handoff_writer = models.CharField(max_length=100, blank=True, default="")
     # At that share: compact in place (`/compact`) instead of handing off to a new session.
     auto_compacts = models.BooleanField(default=False)
     # Salient items a handoff document dropped: ask Claude to work them in (one more streamed
