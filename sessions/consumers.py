@@ -21,7 +21,7 @@ from django.urls import reverse
 
 from foundation.database import short
 
-from . import commands, generation, partials, pushes, sign_ins, store, tabs
+from . import commands, generation, handoff_review, partials, pushes, sign_ins, store, tabs
 from .commands import session as session_commands
 from .consuming import GONE, LeanConsumer
 from .forms import Frame, FrameError, parse_frame
@@ -175,7 +175,9 @@ class SessionConsumer(LeanConsumer):
                 self.session.pk, frame.question or 0, frame.answer, self.generating_on
             )
         elif frame.action == "handoff_discard":
-            await self.send(text_data=partials.review_closed())
+            await database_sync_to_async(handoff_review.discard)(self.session.pk)
+            closed = {"type": "session.update", "html": partials.review_closed()}
+            await self.channel_layer.group_send(self.group, closed)  # every tab's panel
             await generation.start_if_queued(self.session, render)  # prompts that waited for it
         else:
             await self.submit(frame.message)
@@ -257,7 +259,9 @@ class SessionConsumer(LeanConsumer):
             await database_sync_to_async(announce.entry)(self.session.pk, outcome.entry)
 
     async def confirm_handoff(self, frame: Frame) -> None:
-        result = await generation.confirm_handoff(self.session, frame.entry or 0, frame.document)
+        result = await generation.confirm_handoff(
+            self.session, frame.entry or 0, frame.document, frame.model
+        )
         if isinstance(result, str):
             await self.send(text_data=partials.notice(result, "error"))
             return

@@ -49,6 +49,7 @@ class FrameForm(forms.Form):
     )  # fmt: skip
     message = forms.CharField(required=False, strip=False)
     document = forms.CharField(required=False, strip=False)
+    model = forms.CharField(required=False, max_length=100)  # handoff_confirm: the new session's
     entry = WholeNumberField(required=False, min_value=1)
     question = WholeNumberField(required=False, min_value=1)  # answer: the question answered
     answer = forms.ChoiceField(  # answer: the user's button
@@ -100,6 +101,7 @@ class Frame:
     entry: int | None = None
     question: int | None = None  # the tool call's question an `answer` frame answers
     answer: str = ""  # once, session or deny
+    model: str = ""  # handoff_confirm: the model the new session runs on ("": as offered)
 
 
 class FrameError(ValueError):
@@ -137,7 +139,7 @@ def parse_frame(text_data: str | None) -> Frame:
     data = form.cleaned_data
     return Frame(
         data["action"], data["message"], data["document"], data["entry"],
-        data["question"], data["answer"],
+        data["question"], data["answer"], data["model"],
     )  # fmt: skip
 
 

@@ -121,3 +121,55 @@ async def test_the_preferences_page_offers_the_writer_models(owner, client, fake
     await db_async(client.post)("/preferences/", {"handoff_writer": "claude-haiku-4-5"})
     saved = await db_async(Preferences.objects.get)(user=owner)
     assert saved.handoff_writer == "claude-haiku-4-5"
+
+
+async def reviewing(owner, fake_anthropic, open_tab):
+    """A handoff of a session on the fake model, waiting for review; its tab and the page."""
+    await db_async(Preferences.objects.create)(user=owner, review_handoff=True)
+    fake_anthropic.enqueue(Reply.text(DOCUMENT))
+    old = await db_async(make_session)(owner, exchanges=2)
+    _, tab = await open_tab(owner, old)
+    await tab.send(message="/handoff")
+    html = await tab.until("Review the handoff document")
+    await generation.wait_idle()
+    return old, tab, html
+
+
+def reply_of(html: str) -> int:
+    found = re.search(r'"handoff_confirm">\s*<input type="hidden" name="entry" value="(\d+)"', html)
+    return int(found.group(1))
+
+
+async def test_the_review_panel_chooses_the_model_the_new_session_runs_on(
+    owner, fake_anthropic, open_tab
+):
+    old, tab, html = await reviewing(owner, fake_anthropic, open_tab)
+    assert '<label for="review-model">The new session runs on</label>' in html
+    assert f'<option value="{FAKE_MODEL}" selected>' in html
+    assert '<option value="claude-haiku-4-5">Claude Haiku 4.5</option>' in html
+    await tab.send(action="handoff_confirm", entry=reply_of(html), document=DOCUMENT, model="gpt-5")
+    assert "Unknown model “gpt-5”: choose one of local, " in await tab.until("Unknown model")
+    await tab.send(
+        action="handoff_confirm", entry=reply_of(html), document=DOCUMENT, model="claude-haiku-4-5"
+    )
+    new_id = redirected_session(await tab.until("data-url="))
+    new = await db_async(ChatSession.objects.get)(pk=new_id)
+    assert new.model == "claude-haiku-4-5"
+
+
+async def test_a_review_survives_a_reload_and_a_discard_ends_it_for_every_tab(
+    owner, fake_anthropic, open_tab, client
+):
+    old, tab, html = await reviewing(owner, fake_anthropic, open_tab)
+    await db_async(client.force_login)(owner)
+    page = (await db_async(client.get)(old.get_absolute_url())).content.decode()
+    assert "<h2>Review the handoff document</h2>" in page  # a reload: the panel is there
+    assert f'name="entry" value="{reply_of(html)}"' in page
+    assert "Next Steps details.</textarea>" in page  # with the document as written
+    _, other = await open_tab(owner, old)
+    await tab.send(action="handoff_discard")
+    assert 'id="review" class="review" hx-swap-oob="true"></section>' in await other.until(
+        'id="review" class="review" hx-swap-oob="true"></section>'
+    )  # the other tab's panel closed too
+    page = (await db_async(client.get)(old.get_absolute_url())).content.decode()
+    assert "Review the handoff document" not in page

@@ -331,13 +331,13 @@ async def request_of(session: ChatSession, branch: list[Entry], focus: str) -> t
 
 
 async def switch(
-    session: ChatSession, reply: Entry, document: str, generation_id: str = ""
+    session: ChatSession, reply: Entry, document: str, generation_id: str = "", model: str = ""
 ) -> ChatSession:
-    """Start the new session with the document (H9, H13), in one transaction (B6); a running
-    generation's claim moves with it."""
+    """Start the new session with the document (H9, H13), on `model` ("": as the handoff
+    chose), in one transaction (B6); a running generation's claim moves with it."""
     content = handoff.wrap(document, came_from=session)
     record = reply.data.get("handoff", {})
-    model = record.get("model") if isinstance(record.get("model"), str) else ""
+    model = model or (record.get("model") if isinstance(record.get("model"), str) else "")
     cost = usage.of_reply(reply).cost
     in_a_row = await database_sync_to_async(status.automatic_in_a_row)(session.pk)
     data = {

@@ -223,9 +223,10 @@ class AgentSession:
             await self._bind(result.new_session)
         return result
 
-    async def switch(self, reply: Entry, document: str) -> ChatSession:
-        """Start the new session with the (reviewed) document, then rebind to it (H8–H10)."""
-        new = await switch(self.session, reply, document, self.generation_id)
+    async def switch(self, reply: Entry, document: str, model: str = "") -> ChatSession:
+        """Start the new session with the (reviewed) document, on `model` ("": as the handoff
+        chose), then rebind to it (H8–H10)."""
+        new = await switch(self.session, reply, document, self.generation_id, model)
         await self._bind(new)
         return new
 

@@ -23,6 +23,7 @@ from .. import shapes, status, tabs, titles
 from ..agent import AgentSession, drafting
 from ..agent.handoff_run import switch_failed
 from ..models import ChatSession, Entry, Refused, ToolQuestion
+from ..providers import catalog
 from ..sign_ins import Held
 from .caps import over_a_cap
 from .claims import claim, claim_of, expire, take_back
@@ -121,15 +122,20 @@ async def start_if_queued(session: ChatSession, render: Render) -> None:
         await start(session, "prompt", render)
 
 
-async def confirm_handoff(session: ChatSession, reply_id: int, document: str) -> ChatSession | str:
-    """B14: switch with the (possibly edited) document the user reviewed; the new session, or
-    why not."""
+async def confirm_handoff(
+    session: ChatSession, reply_id: int, document: str, model: str = ""
+) -> ChatSession | str:
+    """B14: switch with the (possibly edited) document the user reviewed, to a session on
+    `model` ("": as the handoff chose); the new session, or why not."""
     reply = await database_sync_to_async(_reviewable_reply)(session, reply_id)
     if reply is None or not document.strip():
         return USED
+    if model and not catalog.is_offered(model):
+        names = ", ".join(offered.id for offered in catalog.offered())
+        return f"Unknown model “{model}”: choose one of {names}."
     session = await database_sync_to_async(ChatSession.objects.get)(pk=session.pk)  # fresh figures
     try:
-        return await AgentSession(session).switch(reply, document)
+        return await AgentSession(session).switch(reply, document, model)
     except IntegrityError:  # another tab confirmed the same document a moment before
         return USED
     except Exception as exc:

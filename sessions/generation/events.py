@@ -42,6 +42,7 @@ class ReviewOffered:
 
     reply: Entry
     document: str  # as the model wrote it
+    model: str = ""  # the model the new session will run on
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from channels.db import database_sync_to_async
 
 from foundation.database import short, until_it_answers
 
-from .. import handoff, tabs, titles, transcript
+from .. import handoff, handoff_review, tabs, titles, transcript
 from ..agent import (
     AgentEvent,
     AgentSession,
@@ -214,7 +214,9 @@ class Job:
 
     async def handoff_succeeded(self, old_id: int, result: HandoffResult) -> None:
         if result.new_session is None:  # B14: the user reviews the document first
-            await self.relay.notify(ReviewOffered(result.reply, result.written))
+            await database_sync_to_async(handoff_review.offer)(result.reply, result.written)
+            model = result.reply.data["handoff"].get("model") or self.agent.session.model
+            await self.relay.notify(ReviewOffered(result.reply, result.written, model))
             return
         self.relay.appended.clear()
         await self.relay.notify(Switched(result.new_session), to_session=old_id)

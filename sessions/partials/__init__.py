@@ -16,7 +16,7 @@ from django.urls import get_script_prefix, reverse
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from .. import pushes, thinking
+from .. import handoff_review, pushes, thinking
 from ..blocks import Blocks
 from ..models import ChatSession, Entry, ToolQuestion
 from ..providers import catalog
@@ -264,9 +264,12 @@ def composer_text_pieces(text: str) -> list[str]:
     return [composer_text(pieces[0]), *more]
 
 
-def review(reply: Entry, document: str) -> str:
-    """B14: the generated handoff document, editable, before the switch."""
-    return render_to_string(f"{PAGE}#review", {"reply": reply, "document": document, "oob": True})
+def review(reply: Entry, document: str, model: str) -> str:
+    """B14: the generated handoff document, editable, before the switch, and the model the new
+    session runs on."""
+    models = handoff_review.models_offered(model)
+    context = {"reply": reply, "document": document, "review_models": models, "oob": True}
+    return render_to_string(f"{PAGE}#review", context)
 
 
 def review_closed() -> str:

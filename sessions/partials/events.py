@@ -96,7 +96,7 @@ def _(event: Switched) -> str:
 
 @_render.register
 def _(event: ReviewOffered) -> str:
-    return review(event.reply, event.document)
+    return review(event.reply, event.document, event.model)
 
 
 @_render.register

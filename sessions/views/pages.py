@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 from .. import (
     care,
     commands,
+    handoff_review,
     lineage,
     listing,
     mentions,
@@ -106,6 +107,12 @@ def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse
     context.update(todo_list=todo_list, todo_summary=partials.todo_summary(todo_list))
     context["off_branch"] = _off_branch(session, outline, request.GET.get("at", ""))
     context["sidebar"] = listing.recent_chains(request.user, session)
+    if waiting := handoff_review.pending(session):  # a reload shows the review it waits on
+        context.update(
+            reply=waiting.reply,
+            document=waiting.document,
+            review_models=handoff_review.models_offered(waiting.model),
+        )
     return render(request, "sessions/session.html", context)
 
 
