@@ -90,6 +90,13 @@ def keep(session_id: int, writer: str, leaf: int, document: str, model: str, usa
     return True
 
 
+def moved_on(session_id: int, leaf: int | None) -> bool:
+    """Whether the session left the leaf a draft is being written at, or a generation took it,
+    in whatever process (or it is gone)."""
+    same = ChatSession.objects.filter(pk=session_id, leaf_id=leaf, generation_id="")
+    return not same.exists()
+
+
 def release(session_id: int, writer: str) -> None:
     """The lease given up, whatever came of the writing."""
     HandoffDraft.objects.filter(session_id=session_id, writer=writer).update(

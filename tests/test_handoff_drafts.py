@@ -261,3 +261,22 @@ async def test_the_owners_writer_model_writes_the_draft(owner, fake_anthropic, o
     chat, draft = (request["json"]["model"] for request in fake_anthropic.requests)
     assert (chat, draft) == (FAKE_MODEL, "claude-haiku-4-5")
     assert (await draft_of(old)).model == "claude-haiku-4-5"
+
+
+@pytest.mark.asyncio
+async def test_a_prompt_taken_by_another_process_stops_the_draft_written_here(
+    owner, fake_anthropic, open_tab, drafting
+):
+    fake_anthropic.enqueue(long_reply("Sure."), Reply.held(["## Goal\nHalf a draft"]))
+    old = await db_async(make_session)(owner, exchanges=2)
+    _, tab = await open_tab(owner, old)
+    await tab.send(message="go on")
+    await tab.until("Sure.</p>")
+    assert await asyncio.to_thread(fake_anthropic.wait_for_hold)  # the draft streams, held
+    # Another process takes the session for a prompt: its claim is in the session's row.
+    await db_async(ChatSession.objects.filter(pk=old.pk).update)(generation_id="elsewhere")
+    assert await asyncio.to_thread(fake_anthropic.wait_for_disconnect, 5.0)
+    fake_anthropic.release()
+    await generation.wait_idle()
+    draft = await draft_of(old)
+    assert (draft.document, draft.writing_until) == ("", None)  # nothing kept, lease given back

@@ -7,9 +7,10 @@ it. A message sent to the session cancels it at once: it never delays a reply.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -70,12 +71,40 @@ async def _write(session_id: int, ready: Ready) -> None:
     if session is None:
         return
     try:
-        if await _written(session, writer):
+        if await _unless_moved_on(_written(session, writer), session):
             await ready(session_id)
     except ProviderError as error:  # the next /handoff writes its document as it goes
         log.info("session %s: no handoff draft: %s", session_id, error.reason)
     finally:
         await asyncio.shield(database_sync_to_async(drafts.release)(session_id, writer))
+
+
+WATCH_EVERY = 0.5  # seconds between two looks at whether the session moved on elsewhere
+
+
+async def _unless_moved_on(writing: Coroutine[Any, Any, bool], session: ChatSession) -> bool:
+    """Whether the draft was kept, unless the session moves on meanwhile in any process (a
+    prompt's claim, a new leaf): the writing then stops, its model connection closed. In this
+    process `cancel` stops it at once; another process's prompt shows in the session's row."""
+    work = asyncio.ensure_future(writing)
+    watch = asyncio.ensure_future(_moved_on(session.pk, session.leaf_id))
+    try:
+        await asyncio.wait({work, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watch.cancel()
+        if not work.done():
+            work.cancel()  # the stream's close closes the model connection
+            with contextlib.suppress(asyncio.CancelledError):
+                await work
+    if work.cancelled():
+        log.info("session %s: the draft stopped: the session moved on", session.pk)
+        return False
+    return work.result()
+
+
+async def _moved_on(session_id: int, leaf: int | None) -> None:
+    while not await database_sync_to_async(drafts.moved_on)(session_id, leaf):
+        await asyncio.sleep(WATCH_EVERY)
 
 
 async def _written(session: ChatSession, writer: str) -> bool:
