@@ -173,3 +173,12 @@ async def test_a_review_survives_a_reload_and_a_discard_ends_it_for_every_tab(
     )  # the other tab's panel closed too
     page = (await db_async(client.get)(old.get_absolute_url())).content.decode()
     assert "Review the handoff document" not in page
+
+
+async def test_the_slash_menu_offers_a_handoff_to_each_other_model(owner, client, fake_anthropic):
+    session = await db_async(make_session)(owner)
+    await db_async(client.force_login)(owner)
+    page = (await db_async(client.get)(session.get_absolute_url())).content.decode()
+    offered = re.findall(r'data-name="handoff --model ([\w.-]+)"', page)
+    assert offered == ["local", "claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"]
+    assert "Continue in a new session on Claude Haiku 4.5</span>" in page

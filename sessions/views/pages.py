@@ -92,6 +92,7 @@ def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse
         "children": list(session.children.order_by("created_at")),
         "forks": list(ChatSession.objects.filter(forked_from__session=session).order_by("pk")),
         "commands": commands.REGISTRY.values(),
+        "handoff_models": [m for m in catalog.offered() if m.id != session.model],
         "prompts": PromptTemplate.of(request.user.pk),
         "mcp_prompts": mcp_prompts.menu(),
         "mention_menu": mentions.menu(request.user, session),
