@@ -17,7 +17,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from . import context, handoff
+from . import context, handoff, usage
 from .context import LLMMessage
 from .models import ChatSession, Entry, HandoffDraft, Preferences
 from .providers import catalog
@@ -72,9 +72,11 @@ def keep(session_id: int, writer: str, leaf: int, document: str, model: str, usa
     is ready."""
     with transaction.atomic():
         held = HandoffDraft.objects.select_for_update().filter(session_id=session_id, writer=writer)
-        if not held.exists():
+        before = held.first()
+        if before is None:
             return False
         held.update(
+            unused=_spent(before),
             leaf_id=leaf,
             focus="",
             document=document,
@@ -95,6 +97,50 @@ def moved_on(session_id: int, leaf: int | None) -> bool:
     in whatever process (or it is gone)."""
     same = ChatSession.objects.filter(pk=session_id, leaf_id=leaf, generation_id="")
     return not same.exists()
+
+
+def _spent(draft: HandoffDraft) -> dict[str, list[int]]:
+    """The draft's `unused` with its own document's tokens added: that document is never used."""
+    unused = {model: list(counts) for model, counts in draft.unused.items()}
+    tokens = [
+        draft.input_tokens,
+        draft.output_tokens,
+        draft.cache_read_tokens,
+        draft.cache_write_tokens,
+    ]
+    if draft.document and any(tokens):
+        before = unused.get(draft.model, [0, 0, 0, 0])
+        unused[draft.model] = [a + b for a, b in zip(before, tokens, strict=True)]
+    return unused
+
+
+def taken(session_id: int, *, used: bool) -> None:
+    """A `/handoff` took the session's draft: `used`, its tokens are its reply's now; otherwise
+    it was the base of a short update, and they count as unused. Either way it is gone."""
+    draft = HandoffDraft.objects.filter(session_id=session_id).first()
+    if draft is None:
+        return
+    HandoffDraft.objects.filter(pk=draft.pk).update(
+        unused=draft.unused if used else _spent(draft),
+        document="",
+        input_tokens=0,
+        output_tokens=0,
+        cache_read_tokens=0,
+        cache_write_tokens=0,
+    )
+
+
+def unused_usage(session: ChatSession) -> Usage:
+    """What the session's drafts not used by a `/handoff` cost: those replaced, and the one
+    kept now (a `/handoff` that uses it moves its tokens to its reply). No query for a session
+    that never had a draft."""
+    if session.draft_at is None:
+        return Usage()
+    draft = HandoffDraft.objects.filter(session_id=session.pk).first()
+    total = Usage()
+    for model, counts in (_spent(draft) if draft else {}).items():
+        total += usage.priced(model, *counts)
+    return total
 
 
 def release(session_id: int, writer: str) -> None:

@@ -10,7 +10,7 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from . import shapes, usage
+from . import drafts, shapes, usage
 from .models import ChatSession, Entry, PendingPrompt
 from .statements import Rows, Statement
 from .tallies import sending_reads
@@ -26,7 +26,8 @@ class StatusLine:
     interrupted: bool = False
     context_before: int | None = None  # a handed-off session: the old one's context size
     handoff: str = ""  # and its handoff's figures: "186k → 9k tokens, $0.41"
-    session_usage: Usage = field(default_factory=Usage)
+    session_usage: Usage = field(default_factory=Usage)  # handoff drafts never used included
+    drafts_unused: Usage = field(default_factory=Usage)  # what those drafts cost
 
 
 def read(session: ChatSession, *, queued: int | None = None) -> StatusLine:
@@ -69,6 +70,7 @@ def _line(session: ChatSession, queued: int, seed: Rows) -> StatusLine:
     """The line of `session`, with `queued` prompts, started by the handoff `seed` keeps (none:
     not handed off)."""
     data = seed[0][0] if seed and isinstance(seed[0][0], dict) else {}
+    unused = drafts.unused_usage(session)
     return StatusLine(
         generating=session.is_generating,
         generation_kind=session.generation_kind,
@@ -77,7 +79,8 @@ def _line(session: ChatSession, queued: int, seed: Rows) -> StatusLine:
         interrupted=session.was_interrupted,
         context_before=shapes.count(data.get("context_tokens_before")) if data else None,
         handoff=handoff_figures(data),
-        session_usage=usage.of_session(session),
+        session_usage=usage.of_session(session) + unused,
+        drafts_unused=unused,
     )
 
 

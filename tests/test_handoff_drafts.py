@@ -280,3 +280,38 @@ async def test_a_prompt_taken_by_another_process_stops_the_draft_written_here(
     await generation.wait_idle()
     draft = await draft_of(old)
     assert (draft.document, draft.writing_until) == ("", None)  # nothing kept, lease given back
+
+
+@pytest.mark.asyncio
+async def test_what_drafts_cost_counts_in_the_sessions_usage_once_used_or_not(
+    owner, fake_anthropic, open_tab, drafting
+):
+    fake_anthropic.enqueue(
+        long_reply("Sure."),  # 5,000 in, 5 out
+        Reply(chunks=[DOCUMENT], input_tokens=6_000, output_tokens=200),
+        long_reply("Noted."),
+        Reply(chunks=[DOCUMENT], input_tokens=900, output_tokens=210),  # the update
+    )
+    old = await db_async(make_session)(owner, exchanges=2)
+    _, tab = await open_tab(owner, old)
+    await tab.send(message="go on")
+    await tab.until("Sure.</p>")
+    await generation.wait_idle()
+    await tab.send(message="and then?")
+    await tab.until("Noted.</p>")
+    await generation.wait_idle()
+    _, reloaded = await open_tab(owner, old)
+    status = await reloaded.until("status-usage")
+    # Both drafts were paid for: the first, replaced, and the second, kept but not used yet.
+    assert "This session: 16,900 in · 420 out" in status
+    assert "(handoff drafts not used: 6,900 in · 410 out" in status
+
+    await tab.send(message="/handoff")  # uses the second: its tokens move to the reply
+    new_id = redirected_session(await tab.until("data-url="))
+    await generation.wait_idle()
+    assert len(fake_anthropic.requests) == 4
+    _, after = await open_tab(owner, await db_async(ChatSession.objects.get)(pk=old.pk))
+    status = await after.until("status-usage")
+    assert "This session: 16,900 in · 420 out" in status  # the same total: counted once
+    assert "(handoff drafts not used: 6,000 in · 200 out" in status
+    assert new_id != old.pk

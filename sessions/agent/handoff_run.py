@@ -203,6 +203,7 @@ class HandoffRun:
         if self.draft is not None:  # written while the session was idle: no model call now
             self.stage = "document"
             draft = self.draft  # its tokens are the reply's: the session's usage counts them
+            await database_sync_to_async(drafts.taken)(self.agent.session.pk, used=True)
             return Prepared(
                 data={"handoff": {**record, "draft": True}},
                 replay=draft.document,
@@ -214,6 +215,7 @@ class HandoffRun:
                 ),
             )
         if self.behind is not None:  # only the turns after the draft, and the draft: short
+            await database_sync_to_async(drafts.taken)(self.agent.session.pk, used=False)
             self.stage, self.sent = "document", self.behind
             data = {"handoff": {**record, "updated_draft": True}, "fitted": True}
             return Prepared(messages=self.sent, data=data)

@@ -24,6 +24,9 @@ class HandoffDraft(models.Model):
     output_tokens = models.PositiveIntegerField(default=0)
     cache_read_tokens = models.PositiveIntegerField(default=0)  # read from the prompt cache
     cache_write_tokens = models.PositiveIntegerField(default=0)
+    # What drafts never used cost (replaced by a newer one, or the base of a short update):
+    # {model: [input, output, cache read, cache write]}, in the session's usage as the drafts'.
+    unused = models.JSONField(default=dict, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

@@ -205,6 +205,7 @@ def status_context(session: ChatSession, line: StatusLine) -> dict[str, Any]:
         "context_before": line.context_before,
         "handoff": line.handoff,
         "session_usage": line.session_usage,
+        "drafts_unused": line.drafts_unused,
         "window": spec.window,
         "context_percent": round(share * 100),
         # A session handed off already says where it went on, instead of suggesting it again.
