@@ -255,6 +255,8 @@ class SessionConsumer(LeanConsumer):
             await self.send(text_data=partials.redirect(url))
         if outcome.renamed:
             await database_sync_to_async(announce.title)(self.session.pk)
+        if outcome.instructed:
+            await database_sync_to_async(announce.instructions)(self.session.pk)
         if outcome.entry is not None:
             await database_sync_to_async(announce.entry)(self.session.pk, outcome.entry)
 

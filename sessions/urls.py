@@ -11,6 +11,7 @@ urlpatterns = [
     path("sessions/compare/", views.compare_choice, name="compare_choice"),
     path("sessions/<int:session_id>/", views.session_page, name="session"),
     path("sessions/<int:session_id>/rename/", views.rename, name="rename"),
+    path("sessions/<int:session_id>/instructions/", views.instructions, name="instructions"),
     path("sessions/<int:session_id>/model/", views.change_model, name="model"),
     path("sessions/<int:session_id>/thinking/", views.change_thinking, name="thinking"),
     path("sessions/<int:session_id>/branch/", views.switch_branch, name="switch"),

@@ -94,6 +94,7 @@ async def test_the_slash_menu_offers_every_command(owner, client):
         "thinking",
         "model",
         "rename",
+        "instructions",
         "new",
         "export",
         "tree",

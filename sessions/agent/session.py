@@ -252,8 +252,11 @@ def turn_start(session: ChatSession) -> TurnStart:
 
 
 async def instructions_of(session: ChatSession) -> str:
-    """The owner's custom instructions, as the claim read them (no query then)."""
+    """Every request's system prompt: the owner's custom instructions (as the claim read them:
+    no query then), then the session's own."""
     if hasattr(session, "owner_instructions"):
-        return session.owner_instructions or ""
-    read = database_sync_to_async(Preferences.of_owner)
-    return await read(session, "instructions", "owner_instructions") or ""
+        owners = session.owner_instructions or ""
+    else:
+        read = database_sync_to_async(Preferences.of_owner)
+        owners = await read(session, "instructions", "owner_instructions") or ""
+    return "\n\n".join(part for part in (owners, session.instructions) if part)

@@ -33,6 +33,11 @@ REGISTRY: dict[str, Command] = {
         Command("thinking", "Set how much Claude thinks before replying", "[off|low|medium|high]"),
         Command("model", "Run this session on another model", "[model]"),
         Command("rename", "Give this session a new title", "<title>"),
+        Command(
+            "instructions",
+            "Show or set this session's own instructions (after yours, in every request)",
+            "[text | clear]",
+        ),
         Command("new", "Start a new session"),
         Command("export", "Download this session", "[md|jsonl]"),
         Command("tree", "See every branch of this session"),

@@ -9,7 +9,7 @@ from .. import thinking
 from ..models import ChatSession, Entry, Refused
 from ..providers import catalog
 
-NAMES = frozenset({"thinking", "model", "rename", "new", "export", "tree"})
+NAMES = frozenset({"thinking", "model", "rename", "instructions", "new", "export", "tree"})
 MODEL_BUSY = "Wait for the reply to end (or cancel it) to change the model."
 LEVELS_WORDS = "off, low, medium or high"
 THINKING_BUSY = "Wait for the reply to end (or cancel it) to change the thinking level."
@@ -32,6 +32,7 @@ class Outcome:
     notice: str = ""
     goto: Goto | None = None
     renamed: bool = False  # every tab shows the session's new title
+    instructed: bool = False  # every tab shows the session's new instructions
     entry: Entry | None = None  # every tab shows this new entry (a model or thinking change)
 
 
@@ -46,6 +47,8 @@ def run(session_id: int, name: str, args: str) -> Outcome:
         if refusal := session.rename(args):
             raise Refused(refusal)
         return Outcome(renamed=True)
+    if name == "instructions":
+        return _instructions(session, args)
     if name == "new":
         new = ChatSession.objects.create(owner=session.owner, model=catalog.default_model())
         return Outcome(goto=Goto("session", new.pk))
@@ -57,6 +60,25 @@ def run(session_id: int, name: str, args: str) -> Outcome:
     if name == "tree":
         return Outcome(goto=Goto("tree", session_id))
     raise ValueError(f"not a session command: /{name}")
+
+
+INSTRUCTIONS_NONE = (
+    "This session has no instructions of its own. Set them with /instructions and their text."
+)
+
+
+def _instructions(session: ChatSession, text: str) -> Outcome:
+    """/instructions: shown; /instructions clear: none; /instructions <text>: set. Every
+    request of the session begins with them (after the owner's), from its next one."""
+    if not text.strip():
+        if not session.instructions:
+            return Outcome(notice=INSTRUCTIONS_NONE)
+        return Outcome(notice=f"This session's instructions: {session.instructions}")
+    cleared = text.strip().lower() == "clear"
+    if refusal := session.set_instructions("" if cleared else text):
+        raise Refused(refusal)
+    said = "cleared" if cleared else "set: every request of this session now begins with them"
+    return Outcome(notice=f"This session's instructions are {said}.", instructed=True)
 
 
 def thinking_refusal(session: ChatSession, level: str) -> str:

@@ -25,6 +25,7 @@ from ..tree import children, path_to, tip
 from . import appending, building, refusals
 from .entry import Entry
 from .refusals import BranchRefused, SessionDeleted
+from .wording import Wording
 
 # The fields of a claim no generation holds.
 UNCLAIMED: dict[str, Any] = {
@@ -35,7 +36,7 @@ UNCLAIMED: dict[str, Any] = {
 }
 
 
-class ChatSession(models.Model):
+class ChatSession(Wording, models.Model):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_sessions"
     )
@@ -87,7 +88,7 @@ class ChatSession(models.Model):
     # Being filled in short transactions (a large fork, see `building`): out of sight until
     # its last entry is in.
     building = models.BooleanField(default=False)
-
+    instructions = models.TextField(blank=True)  # its own (/instructions), after its owner's
     # The reply streaming now, saved every few seconds: what a crash would otherwise lose.
     partial_text = models.TextField(blank=True)
     partial_purpose = models.CharField(max_length=32, blank=True)
@@ -274,6 +275,7 @@ class ChatSession(models.Model):
             cwd=self.cwd,
             context_tokens=context_tokens(originals),
             thinking_level=level_on(originals),
+            instructions=self.instructions,
             building=True,
             generation_lease_until=building.lease(),
         )
@@ -314,6 +316,7 @@ class ChatSession(models.Model):
                 model=model or self.model,
                 title=self.title,
                 thinking_level=self.thinking_level,
+                instructions=self.instructions,  # carried into the session it continues in
                 parent_session=self,
                 handed_off_from=from_entry,
                 chain_root_id=self.chain_id,
@@ -355,17 +358,6 @@ class ChatSession(models.Model):
         return entry
 
     # --- care -------------------------------------------------------------------------------
-    def rename(self, title: str) -> str:
-        """Give the session a title; returns why it was refused (empty: renamed)."""
-        title, limit = title.strip(), ChatSession._meta.get_field("title").max_length or 0
-        if not title:
-            return refusals.TITLE_REQUIRED
-        if len(title) > limit:
-            return f"Ensure this value has at most {limit} characters (it has {len(title)})."
-        self.title = title
-        ChatSession.objects.filter(pk=self.pk).update(title=title)
-        return ""
-
     def set_pinned(self, pinned: bool) -> None:
         self.pinned = pinned
         ChatSession.objects.filter(pk=self.pk).update(pinned=pinned)

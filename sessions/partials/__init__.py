@@ -273,5 +273,11 @@ def review(reply: Entry, document: str, model: str) -> str:
     return render_to_string(f"{PAGE}#review", context)
 
 
+def instructions(session: ChatSession, owners: str) -> str:
+    """The folded instructions at the top of a session: its owner's, then its own."""
+    context = {"session": session, "instructions": owners, "oob": True}
+    return render_to_string(f"{PAGE}#instructions", context)
+
+
 def review_closed() -> str:
     return render_to_string(f"{PAGE}#review", {"reply": None, "oob": True})

@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import status, tabs
-from ..models import ChatSession, Entry
+from ..models import ChatSession, Entry, Preferences
 from ..todos import Todo
 from . import entry as entry_partial
+from . import instructions as instructions_partial
 from . import notice, todo_panel, transcript
 from . import status as status_partial
 from . import title as title_partial
@@ -31,6 +32,13 @@ def deleted(session_ids: list[int]) -> None:
 def title(session_id: int) -> None:
     """The session's title, as it is now (renamed)."""
     tabs.announce(session_id, title_partial(ChatSession.objects.get(pk=session_id)))
+
+
+def instructions(session_id: int) -> None:
+    """The session's instructions, as they are now: every tab's folded block."""
+    session = ChatSession.objects.get(pk=session_id)
+    owners = Preferences.of_owner(session, "instructions", "owner_instructions") or ""
+    tabs.announce(session_id, instructions_partial(session, owners))
 
 
 def branch(session_id: int) -> None:

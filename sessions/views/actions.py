@@ -125,6 +125,18 @@ def rename(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
 
 
 @require_POST
+def instructions(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
+    """The session menu's Instructions: its own, after its owner's in every request."""
+    session = own_session(request, session_id)
+    refusal = session.set_instructions(request.POST.get("instructions", ""))
+    if refusal:
+        messages.error(request, refusal)
+    else:
+        announce.instructions(session.pk)
+    return redirect(session)
+
+
+@require_POST
 def change_model(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
     """The model picker: a `model_change` entry, shown to every tab of the session."""
     session = own_session(request, session_id)
