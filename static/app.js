@@ -185,6 +185,14 @@
   document.addEventListener("click", (event) => {
     const item = event.target.closest && event.target.closest("#slash-menu [role=option], #mention-menu [role=option]");
     if (item) complete(item);
+    // A welcome's suggestion: its words in the message box, the cursor after them.
+    const fill = event.target.closest && event.target.closest("[data-fill]");
+    const box = composer();
+    if (fill && box) {
+      box.value = fill.dataset.fill;
+      box.focus();
+      box.setSelectionRange(box.value.length, box.value.length);
+    }
   });
 
   // Follow the conversation while the reader is at the bottom (and after they send); leave a

@@ -208,15 +208,16 @@ def long_linear_session(owner, size: int) -> ChatSession:
 
 
 @db
-def test_the_tree_of_a_long_session_opens_at_the_current_entry_a_page_at_a_time(signed_in, owner):
-    session = long_linear_session(owner, 1_200)
+def test_the_tree_of_a_long_session_opens_on_the_latest_full_page(signed_in, owner):
+    session = long_linear_session(owner, 1_204)
     page = signed_in.get(reverse("chat:tree", args=[session.pk])).content.decode()
-    assert "Entries 1001–1200 of 1200" in page
-    assert "step 1199" in page and "step 999<" not in page
-    assert page.count('class="tree-row') == 200
+    assert "Entries 705–1204 of 1204" in page  # a full page, not the last 204 (issue 56, 7)
+    assert "step 1203" in page and "step 704<" in page and "step 703<" not in page
+    assert page.count('class="tree-row') == 500
     assert 'href="?page=2">Earlier entries</a>' in page
     first = signed_in.get(reverse("chat:tree", args=[session.pk]), {"page": "1"}).content.decode()
-    assert "Entries 1–500 of 1200" in first and "step 0<" in first and "step 500<" not in first
+    assert "Entries 1–204 of 1204" in first and "step 0<" in first and "step 204<" not in first
+    assert first.count('class="tree-row') == 204
     assert 'href="?page=3">The current entry</a>' in first
 
 

@@ -3,9 +3,11 @@ its tree, an export, the preferences."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib import messages
-from django.core.paginator import Paginator
+from django.core.paginator import Page, Paginator
 from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -102,6 +104,7 @@ def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse
         "rename_form": RenameForm(initial={"title": session.title}),
         "questions": ToolQuestion.open_in(session.pk, session.generation_id),
         "focus_composer": not outline,  # a new session: the message box, not the page
+        "welcome": not outline,
         "instructions": Preferences.of_owner(session, "instructions", "owner_instructions") or "",
     }
     todo_list = todos.state(session, branch=(pk for pk, _ in outline)).todos
@@ -142,15 +145,40 @@ def tree(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
     page of the current entry unless `?page=` names another. Any entry is a jump away."""
     session = own_session(request, session_id)
     rows = store.tree(session)
-    pages = Paginator(rows, TREE_PAGE)
+    pages = FromTheEnd(rows, TREE_PAGE)
     asked = whole_number(request.GET.get("page"))
-    current = next((i for i, row in enumerate(rows) if row.is_leaf), 0) // TREE_PAGE + 1
+    leaf = next((i for i, row in enumerate(rows) if row.is_leaf), 0)
+    current = pages.num_pages - (len(rows) - 1 - leaf) // TREE_PAGE if rows else 1
     page = pages.get_page(asked or current)
     context = {"session": session, "rows": page.object_list, "page": page, "current": current}
     return render(request, "sessions/tree.html", context)
 
 
 TREE_PAGE = 500
+
+
+class FromTheEnd(Paginator):
+    """Pages numbered from the oldest rows but cut from the newest: the last page, where a
+    long session's current entry usually is, is full, and the first takes what is left."""
+
+    def page(self, number: Any) -> Page:
+        number = self.validate_number(number)
+        top = self.count - (self.num_pages - number) * self.per_page
+        return EndPage(self.object_list[max(0, top - self.per_page) : top], number, self, top)
+
+
+class EndPage(Page):
+    """A page of `FromTheEnd`: its rows end at row `top` (counted from 1)."""
+
+    def __init__(self, rows: Any, number: int, paginator: Paginator, top: int) -> None:
+        super().__init__(rows, number, paginator)
+        self.top = top
+
+    def start_index(self) -> int:
+        return self.top - len(self.object_list) + 1 if self.top else 0
+
+    def end_index(self) -> int:
+        return self.top
 
 
 def lineage_map(request: AuthenticatedRequest, session_id: int) -> HttpResponse:

@@ -35,3 +35,34 @@ def test_a_linked_entry_shows_below_the_sticky_top_bar(signed_in, server_url, wi
     box = entry.bounding_box()
     assert bar is not None and box is not None
     assert box["y"] >= bar["y"] + bar["height"], (box, bar)
+
+
+@pytest.mark.parametrize("width,height", [(1440, 900), (375, 812)])
+def test_an_empty_session_welcomes_with_suggestions_and_the_box_at_the_bottom(
+    signed_in, width, height
+):
+    page = signed_in
+    page.set_viewport_size({"width": width, "height": height})
+    page.get_by_role("button", name="New session").click()
+    page.wait_for_url(re.compile(r"/sessions/\d+/$"))
+    welcome = page.get_by_role("region", name="What shall we work on?")
+    expect(welcome).to_be_visible()
+    for name in (
+        "Explain a piece of code",
+        "Plan a task with a todo list",
+        "/handoff — continue a long session fresh",
+    ):
+        expect(welcome.get_by_role("button", name=name)).to_be_visible()
+    expect(welcome.get_by_role("link", name="Import a session file")).to_be_visible()
+    box = page.get_by_label("Message").bounding_box()
+    assert box is not None and box["y"] + box["height"] > height * 0.7, box  # near the bottom
+    page.screenshot(path=f"test-artifacts/welcome-{width}.png")
+
+    welcome.get_by_role("button", name="Plan a task with a todo list").click()
+    message = page.get_by_label("Message")
+    expect(message).to_have_value("Plan this task and keep a todo list as you go: ")
+    expect(message).to_be_focused()
+    message.press_sequentially("ship the importer")
+    message.press("Enter")
+    expect(page.locator("#transcript article").first).to_contain_text("ship the importer")
+    expect(welcome).to_be_hidden()  # the conversation has begun
