@@ -107,7 +107,7 @@ def test_streamed_deltas_notices_titles_and_the_review_box_are_inert(owner):
         assert_inert(partials.composer_text(payload))
         assert_inert(partials.live(payload, "handoff", payload))
     assert_inert(partials.title(session))
-    assert_inert(partials.review(reply, reply.text))
+    assert_inert(partials.review(reply, reply.text, reply.model))
 
 
 def test_side_by_side_and_its_coverage_items_are_inert(client, owner):
