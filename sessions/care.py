@@ -85,6 +85,14 @@ def _purged(sessions: QuerySet[ChatSession]) -> int:
     return purged
 
 
+def deleted_one(owner: User, session_id: int) -> Deleted | None:
+    """The owner's session `session_id` when it is deleted and can still be restored."""
+    session = _restorable(owner).filter(pk=session_id).first()
+    if session is None or session.deleted_at is None:
+        return None
+    return Deleted([session], session.deleted_at)
+
+
 def _restorable(owner: User) -> QuerySet[ChatSession]:
     return ChatSession.objects.filter(owner=owner, deleted_at__gte=_oldest_restorable())
 

@@ -133,6 +133,36 @@ def test_a_deleted_session_is_gone_from_everywhere_until_it_is_restored(client, 
     assert Entry.objects.filter(session=session).count() == 3
 
 
+def test_a_deleted_sessions_page_offers_undo_while_it_can_and_undo_brings_it_back(
+    client, owner, settings
+):
+    client.force_login(owner)
+    session = titled(owner, "Secret plans")
+    client.post(f"/sessions/{session.pk}/delete/")
+    page = client.get(session.get_absolute_url())
+    assert page.status_code == 404  # not a session page: its words stay out of it
+    text = page.content.decode()
+    assert "<h1>“Secret plans” was deleted</h1>" in text
+    assert f'action="/sessions/{session.pk}/restore/"' in text and "Undo delete</button>" in text
+    back = client.post(f"/sessions/{session.pk}/restore/", {"back": "session"})
+    assert back.url == session.get_absolute_url()
+    assert client.get(back.url).status_code == 200
+    # Past the undo time the page is the plain "Not found".
+    session.soft_delete()
+    ChatSession.objects.filter(pk=session.pk).update(
+        deleted_at=timezone.now() - timedelta(seconds=settings.AGENTWEB_UNDO_DELETE_SECONDS + 1)
+    )
+    assert "Undo delete" not in client.get(session.get_absolute_url()).content.decode()
+
+
+def test_another_users_deleted_session_offers_no_undo(client, owner, other_user):
+    theirs = titled(other_user, "Their plans")
+    theirs.soft_delete()
+    client.force_login(owner)
+    page = client.get(theirs.get_absolute_url())
+    assert page.status_code == 404 and b"Their plans" not in page.content
+
+
 def test_a_whole_chain_is_deleted_and_restored_together(client, owner):
     client.force_login(owner)
     first, second, third = chain_of_three(owner)

@@ -80,7 +80,7 @@ def restore(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
         return redirect("chat:index")
     more = f" and {count - 1} more session{'s' if count > 2 else ''}" if count > 1 else ""
     messages.success(request, f"Restored “{restored.display_title}”{more}.")
-    return redirect("chat:index")
+    return redirect(restored if request.POST.get("back") == "session" else "chat:index")
 
 
 @require_POST

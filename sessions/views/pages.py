@@ -81,7 +81,9 @@ def _end_around(outline: list[tuple[int, str]], at: str) -> int:
 
 def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
     """The session's latest entries; with `?at=<entry id>` (a search result), the entries
-    around that one, however old."""
+    around that one, however old. A session of yours deleted a moment ago offers its undo."""
+    if deleted := care.deleted_one(request.user, session_id):
+        return render(request, "sessions/deleted.html", {"deleted": deleted}, status=404)
     session = own_session(request, session_id)
     outline = store.branch_outline(session)
     after = outline[-1][0] if outline else 0
