@@ -80,7 +80,7 @@
     if (question && !window.confirm(question)) event.preventDefault();
   });
 
-  // Copy: a message's text, or a code block's code.
+  // Copy: a message's markdown (as it was written, not as it shows), or a code block's code.
   function copyText(text, button) {
     const done = () => { button.classList.add("copied"); setTimeout(() => button.classList.remove("copied"), 1500); };
     if (navigator.clipboard && window.isSecureContext) {
@@ -101,7 +101,9 @@
     for (let part = entry; part.classList.contains("entry--continues") && part.previousElementSibling; ) {
       part = part.previousElementSibling; cards.unshift(part);
     }
-    const parts = cards.flatMap((card) => [...card.querySelectorAll(".markdown, .plain")]).map((el) => el.innerText.trim());
+    const parts = cards.flatMap((card) => [...card.querySelectorAll(".markdown, .plain")])
+      .filter((el) => !el.closest("details.thinking"))
+      .map((el) => (el.dataset.markdown !== undefined ? el.dataset.markdown : el.innerText).trim());
     copyText(parts.filter(Boolean).join("\n\n").replace(/\n{3,}/g, "\n\n"), button);
   });
   function addCodeCopyButtons() {
