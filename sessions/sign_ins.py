@@ -71,6 +71,19 @@ class Held:
     password: str  # its user's password hash
 
 
+def end_others(user_id: int, keep: str) -> list[str]:
+    """Every unexpired sign-in of the user but `keep` ended (its session's row deleted): their
+    keys. Reads each session as Django decodes it (`Session.get_decoded`)."""
+    ended = [
+        session.session_key
+        for session in Session.objects.filter(expire_date__gt=timezone.now()).iterator()
+        if session.session_key != keep
+        and str(session.get_decoded().get(auth.SESSION_KEY)) == str(user_id)
+    ]
+    Session.objects.filter(session_key__in=ended).delete()
+    return ended
+
+
 def held(session_key: str, user_id: int) -> Held | None:
     """Sign-in `session_key` of user `user_id` as it last held, if it did (no database call);
     None when it has not held yet in this process, or sign-ins are not kept in the database."""

@@ -39,6 +39,8 @@ urlpatterns = [
     ),
     path("sessions/<int:session_id>/compare/<int:other_id>/", views.compare, name="compare"),
     path("preferences/", views.preferences, name="preferences"),
+    path("account/", views.PasswordChange.as_view(), name="account"),
+    path("account/sign-out-others/", views.sign_out_others, name="sign_out_others"),
     path("prompts/", views.prompts, name="prompts"),
     path("tools/", views.tools, name="tools"),
     path("tools/choose/", views.choose_tools, name="choose_tools"),

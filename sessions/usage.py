@@ -7,11 +7,13 @@ priced apart from plain input, as the API reports them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
 from django.db.models import Max, QuerySet, Sum
+from django.utils import timezone
 
 from .models import ChatSession, Entry
 from .statements import Statement
@@ -112,6 +114,18 @@ SUMMED: Tally[tuple[Any, ...], Sums] = Tally(
     empty=(),
     many=lambda new: _summed(Entry.objects.filter(new), "session_id"),
 )
+
+
+def of_owner_since(owner_id: int, days: int) -> Usage:
+    """What the owner's replies of the last `days` days used, in all their sessions (deleted
+    ones included: they were paid for)."""
+    since = timezone.now() - timedelta(days=days)
+    replies = Entry.objects.filter(session__owner_id=owner_id, created_at__gte=since)
+    total = Usage()
+    for model, role, *tokens, _ in _summed(replies):
+        if role == Entry.Role.ASSISTANT and (used := _priced(model, tokens)):
+            total += used
+    return total
 
 
 def dollars(cost: Decimal | None) -> str:

@@ -164,7 +164,7 @@ def chat_urls(session_id: int, other_id: int) -> list[tuple[str, str]]:
 
 POST_ONLY = {
     "new", "import", "rename", "model", "thinking", "switch", "fork", "pin", "unpin", "archive", "unarchive",
-    "delete", "delete_chain", "restore", "todos", "instructions",
+    "delete", "delete_chain", "restore", "todos", "instructions", "sign_out_others",
 }  # fmt: skip
 
 

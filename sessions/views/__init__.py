@@ -1,7 +1,7 @@
 """Thin views: look up the user's own session, hand the template what it shows, or do what
 was asked through the session's own methods and show the change in every tab."""
 
-from .account import PasswordChange
+from .account import PasswordChange, sign_out_others
 from .actions import (
     care_for,
     change_model,
@@ -33,26 +33,27 @@ __all__ = [
     "care_for",
     "change_model",
     "change_thinking",
+    "choose_tools",
     "compare",
     "compare_choice",
     "delete_prompt",
-    "edit_prompt",
-    "prompts",
-    "choose_tools",
-    "tools",
     "earlier_entries",
+    "edit_prompt",
     "edit_todos",
     "export",
     "fork",
     "import_session",
     "index",
+    "instructions",
     "lineage_map",
     "new_session",
     "preferences",
-    "instructions",
+    "prompts",
     "rename",
     "restore",
     "session_page",
+    "sign_out_others",
     "switch_branch",
+    "tools",
     "tree",
 ]
