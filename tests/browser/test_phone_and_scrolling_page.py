@@ -195,12 +195,12 @@ def test_a_long_page_lays_out_no_edit_box_until_its_edit_is_opened(signed_in, se
     session = long_session(260)  # a user message every other entry, each with its Edit
     page.goto(f"{server_url}{session.get_absolute_url()}")
     expect(page.locator("#transcript .entry")).to_have_count(200)
-    assert page.locator("textarea").count() == 1  # the message box alone
+    assert page.locator("#transcript textarea").count() == 0  # no edit box laid out
     last_question = page.locator("#transcript .entry--user").last
     last_question.get_by_text("Edit", exact=True).click()
     wording = last_question.get_by_label("New wording")
     expect(wording).to_have_value(re.compile(r"^Step 259: the parser and the config loader"))
-    assert page.locator("textarea").count() == 2
+    assert page.locator("#transcript textarea").count() == 1  # the one opened
     wording.fill("Step 259, again")
     last_question.get_by_role("button", name="Send edited message").click()
     expect(page.locator("#transcript .entry--user").last.locator(".markdown")).to_have_text(
