@@ -164,6 +164,9 @@ class SessionConsumer(LeanConsumer):
                 await self.send(text_data=partials.notice("Nothing is running.", "info"))
         elif frame.action == "handoff_confirm":
             await self.confirm_handoff(frame)
+        elif frame.action == "continue":
+            if refusal := await generation.go_on(self.session, frame.entry or 0, render):
+                raise Refused(refusal)
         elif frame.action in ("edit", "regenerate"):
             text = frame.message if frame.action == "edit" else None
             entry_id = frame.entry or 0

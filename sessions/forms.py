@@ -42,7 +42,7 @@ class FrameForm(forms.Form):
             (a, a)
             for a in (
                 "send", "cancel", "handoff_confirm", "handoff_discard", "edit", "regenerate",
-                "answer",
+                "answer", "continue",
             )
         ],
         required=False,
@@ -62,7 +62,8 @@ class FrameForm(forms.Form):
         typing = data["action"] in ("send", "edit")
         if typing and not (data.get("message") or "").strip() and not self.errors:
             raise forms.ValidationError("Type a message first.")
-        if data["action"] in ("edit", "regenerate") and not data.get("entry") and not self.errors:
+        naming = data["action"] in ("edit", "regenerate", "continue")
+        if naming and not data.get("entry") and not self.errors:
             raise forms.ValidationError("Which message? The frame names no entry.")
         answering = data["action"] == "answer"
         if answering and not (data.get("question") and data.get("answer")) and not self.errors:

@@ -40,7 +40,8 @@ def join(previous: Entry | None, entry: Entry) -> Entry:
     """Mark `entry` as a later round of the reply `previous` began, when it is one: an assistant
     message right after (tool results aside) one that called tools. One reply, one card."""
     is_reply = entry.kind == Entry.Kind.MESSAGE and entry.role == Entry.Role.ASSISTANT
-    if is_reply and call_ids(previous) and _purpose(previous) == _purpose(entry):
+    goes_on = previous is not None and entry.data.get("continues") == previous.pk  # Continue
+    if is_reply and (call_ids(previous) or goes_on) and _purpose(previous) == _purpose(entry):
         assert previous is not None
         entry.reply_start = previous.reply_start or previous.pk
         previous.goes_on = True

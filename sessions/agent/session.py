@@ -171,6 +171,27 @@ class AgentSession:
         finally:
             self.streamer.end()
 
+    async def go_on(self) -> Entry:
+        """The reply at the leaf stopped at its maximum length: the model goes on with it (its
+        text so far ends the request, as the start of the model's own turn; the API refuses
+        one that ends in white space, and thinking first). What it writes is a reply of its
+        own after that one, which the context joins to it."""
+        self.streamer.begin()
+        try:
+            await self.emit("agent_start")
+            *before, last = self.messages
+            start = [{**block} for block in last["content"]]
+            if start and start[-1].get("type") == "text":
+                start[-1]["text"] = start[-1]["text"].rstrip()
+            messages = [*before, {"role": last["role"], "content": start}]
+            leaf = self.session.leaf_id
+            going_on = Prepared(data={"continues": leaf}, thinks=False)
+            _, reply = await self.streamer.reply(self.session, "", messages, going_on)
+            await self.emit("agent_end", entry=reply)
+            return reply
+        finally:
+            self.streamer.end()
+
     def _tool_loop(self) -> ToolLoop:
         return ToolLoop(
             self.session, self.streamer, self.emit, self.messages,

@@ -111,6 +111,7 @@ class Prepared:
     failure: str = ""  # set: the reply fails with this reason, unsent
     replay: str | None = None  # set: the reply is this text, written ahead (a handoff draft)
     usage: Usage = field(default_factory=Usage)  # what the text written ahead cost
+    thinks: bool = True  # False: no thinking first (a reply going on from its own start)
 
 
 @dataclass(frozen=True)
@@ -217,7 +218,7 @@ class Streamer:
         self.purpose, self.stage = purpose, ""
         await self.emit("message_start", role=Entry.Role.ASSISTANT, purpose=purpose)
         # A reply thinks at the session's level; a handoff's document streams at once.
-        budget = 0 if purpose else thinking.budget(session.thinking_level)
+        budget = thinking.budget(session.thinking_level) if prepared.thinks and not purpose else 0
         to_send = messages if prepared.messages is None else prepared.messages
         streamed = await self.stream(
             session, reply, to_send, prepared, thinking_budget=budget, tools=tools

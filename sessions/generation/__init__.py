@@ -2,6 +2,7 @@
 
 * claims.py: the claim on a session (a conditional UPDATE with a lease) and its renewal;
 * turns.py: what a job does next, and the prompt queue;
+* going_on.py: Continue, for a reply stopped at its maximum length;
 * job.py: one generation run, in the process that claimed the session;
 * relay.py: the job's events to every tab, numbered and batched;
 * events.py: what the engine tells the page, typed (never HTML);
@@ -13,6 +14,7 @@ from .api import (
     branch_and_reply,
     cancel,
     confirm_handoff,
+    go_on,
     request_snapshot,
     start,
     start_handoff,
@@ -30,6 +32,7 @@ __all__ = [
     "answer",
     "cancel",
     "confirm_handoff",
+    "go_on",
     "recover_interrupted",
     "request_snapshot",
     "start",

@@ -28,6 +28,7 @@ from ..sign_ins import Held
 from .caps import over_a_cap
 from .claims import claim, claim_of, expire, take_back
 from .events import Render, StatusShown
+from .going_on import begin_going_on
 from .job import RUNNING, Job
 from .turns import Submitted, begin_branch, queue_prompt
 
@@ -97,6 +98,19 @@ async def branch_and_reply(
         return begun
     claimed, turn, transcript = begun
     await tabs.show(session.pk, await database_sync_to_async(render)(transcript))
+    _launch(Job(claimed, generation_id, channel, render, turn=turn))
+    return ""
+
+
+async def go_on(session: ChatSession, entry_id: int, render: Render) -> str:
+    """Continue: the reply `entry_id`, stopped at its maximum length, goes on (a refusal, or
+    an empty string)."""
+    drafting.cancel(session.pk)
+    generation_id, channel = await _new_generation()
+    begun = await database_sync_to_async(begin_going_on)(session, entry_id, generation_id, channel)
+    if isinstance(begun, str):
+        return begun
+    claimed, turn = begun
     _launch(Job(claimed, generation_id, channel, render, turn=turn))
     return ""
 

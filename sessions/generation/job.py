@@ -132,15 +132,15 @@ class Job:
                     return
                 declined = outcome != "switched"
                 continue
-            if not turn.text and not turn.regenerate:
+            if not turn.text and not turn.regenerate and not turn.go_on:
                 self.closing_status = turn.status
                 return
             declined = False
             # What a notice announced ("Queued", "Handoff cancelled") is over: said with the
             # turn's status line, in one message.
             self.status_ahead, self.notice_ahead = turn.status, ENDED
-            if turn.regenerate:
-                await self.agent.regenerate()
+            if turn.regenerate or turn.go_on:
+                await (self.agent.go_on() if turn.go_on else self.agent.regenerate())
                 continue
             first = not self.agent.messages  # the session's first prompt
             await self.agent.prompt(

@@ -3,8 +3,7 @@
 A prompt that finds its session idle claims it and is sent at once; one that finds a
 generation running waits in the queue (`PendingPrompt`), which the running job empties turn
 by turn before it releases the claim. A prompt is never stranded: it is either seen by the
-job's last look at the queue, or finds the claim released and starts a generation (B10).
-"""
+job's last look at the queue, or finds the claim released and starts a generation (B10)."""
 
 from __future__ import annotations
 
@@ -57,6 +56,7 @@ class Turn:
     handoff: bool = False  # the automatic handoff comes first
     status: StatusShown | None = None  # the status line as the prompt begins (or the job ends)
     regenerate: bool = False  # another reply to the message the session's leaf is at
+    go_on: bool = False  # the reply at the leaf, stopped at its maximum length, goes on
     ready: TurnStart | None = None  # the todo notes and tools before the prompt's turn, read
 
 

@@ -102,6 +102,13 @@ class Entry(models.Model):
         return part(self.data).get("purpose")
 
     @property
+    def stopped_at_length(self) -> bool:
+        """A complete reply the model ended at its maximum length: Continue goes on with it."""
+        reply = self.kind == self.Kind.MESSAGE and self.role == self.Role.ASSISTANT
+        stop = part(self.data, "message").get("stopReason")
+        return reply and self.status == self.Status.COMPLETE and stop == "length"
+
+    @property
     def is_handoff(self) -> bool:
         return self.kind == self.Kind.CUSTOM_MESSAGE and self.custom_type == "handoff"
 
