@@ -404,6 +404,12 @@
     bar.classList.toggle("open");
     toggle.setAttribute("aria-expanded", String(bar.classList.contains("open")));
   });
+  // On a narrow screen a tap outside the open todo drawer closes it.
+  document.addEventListener("click", (event) => {
+    const panel = $("#todos");
+    if (!panel || !panel.open || !window.matchMedia("(max-width: 74.99rem)").matches) return;
+    if (event.target.closest && !event.target.closest("#todos")) panel.open = false;
+  });
   function closeDrawers() {
     let closed = false;
     const bar = $(".topbar.open");
