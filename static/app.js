@@ -284,7 +284,9 @@
       });
       if (narrow.matches) {
         document.querySelectorAll(".compare-column:not([hidden])").forEach(bringHandoffIntoView);
-        if (chosen) document.querySelector(".compare-tabs").scrollIntoView({ block: "start" });
+        // A column as long as its entries: the page scrolls, to the handoff of the one chosen.
+        const focus = document.querySelector(".compare-column:not([hidden]) [data-focus]");
+        if (chosen) (focus || document.querySelector(".compare-tabs")).scrollIntoView({ block: "center" });
       }
     }
     tabs.forEach((tab) => {
