@@ -30,6 +30,11 @@ urlpatterns = [
     ),
     path("sessions/<int:session_id>/restore/", views.restore, name="restore"),
     path("sessions/<int:session_id>/entries/", views.earlier_entries, name="earlier"),
+    path(
+        "sessions/<int:session_id>/entries/<int:entry_id>/markdown/",
+        views.entry_markdown,
+        name="entry_markdown",
+    ),
     path("sessions/<int:session_id>/export.md", views.export, {"fmt": "md"}, name="export_md"),
     path(
         "sessions/<int:session_id>/export.jsonl",

@@ -91,6 +91,16 @@
     area.value = text; document.body.appendChild(area); area.select();
     document.execCommand("copy"); area.remove(); done();
   }
+  function copyMarkdown(text, button) {
+    const done = () => { button.classList.add("copied"); setTimeout(() => button.classList.remove("copied"), 1500); };
+    if (navigator.clipboard && window.isSecureContext && window.ClipboardItem) {
+      // The promise keeps the click's permission to write while the text is fetched.
+      const blob = text.then((t) => new Blob([t], { type: "text/plain" }));
+      navigator.clipboard.write([new ClipboardItem({ "text/plain": blob })]).then(done);
+      return;
+    }
+    text.then((t) => copyText(t, button));
+  }
   document.addEventListener("click", (event) => {
     const button = event.target.closest && event.target.closest("button.copy");
     if (!button) return;
@@ -101,10 +111,12 @@
     for (let part = entry; part.classList.contains("entry--continues") && part.previousElementSibling; ) {
       part = part.previousElementSibling; cards.unshift(part);
     }
-    const parts = cards.flatMap((card) => [...card.querySelectorAll(".markdown, .plain")])
-      .filter((el) => !el.closest("details.thinking"))
-      .map((el) => (el.dataset.markdown !== undefined ? el.dataset.markdown : el.innerText).trim());
-    copyText(parts.filter(Boolean).join("\n\n").replace(/\n{3,}/g, "\n\n"), button);
+    // The markdown as written, from the server (the page carries it rendered only).
+    const base = location.pathname.replace(/\/$/, "");
+    const texts = Promise.all(cards.filter((card) => /^entry-\d+$/.test(card.id)).map((card) =>
+      fetch(`${base}/entries/${card.id.slice(6)}/markdown/`, { credentials: "same-origin" })
+        .then((answer) => (answer.ok ? answer.text() : ""))));
+    copyMarkdown(texts.then((parts) => parts.map((t) => t.trim()).filter(Boolean).join("\n\n")), button);
   });
   function addCodeCopyButtons() {
     document.querySelectorAll(".entry .markdown pre:not([data-copy])").forEach((pre) => {

@@ -259,3 +259,14 @@ def test_every_page_sends_the_content_security_policy(client, owner):
             "img-src 'self' data:", "connect-src 'self'", "object-src 'none'",
             "base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'",
         }, url  # fmt: skip
+
+
+def test_a_messages_markdown_is_its_owners_alone(client, owner, other_user):
+    theirs = make_session(other_user, exchanges=1)
+    entry = theirs.entries.order_by("pk").first()
+    client.force_login(owner)
+    assert client.get(f"/sessions/{theirs.pk}/entries/{entry.pk}/markdown/").status_code == 404
+    client.force_login(other_user)
+    answer = client.get(f"/sessions/{theirs.pk}/entries/{entry.pk}/markdown/")
+    assert (answer.status_code, answer.content.decode()) == (200, "question 0")
+    assert answer["Content-Type"] == "text/plain; charset=utf-8"

@@ -16,6 +16,7 @@ from .actions import (
 from .compare import compare, compare_choice
 from .pages import (
     earlier_entries,
+    entry_markdown,
     export,
     import_session,
     index,
@@ -40,6 +41,7 @@ __all__ = [
     "earlier_entries",
     "edit_prompt",
     "edit_todos",
+    "entry_markdown",
     "export",
     "fork",
     "import_session",

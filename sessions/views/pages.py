@@ -9,7 +9,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Page, Paginator
 from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from .. import (
@@ -27,6 +27,7 @@ from .. import (
     todos,
     transcript,
 )
+from ..content import block_texts
 from ..forms import ImportForm, PreferencesForm, RenameForm
 from ..mcp import prompts as mcp_prompts
 from ..models import ChatSession, Entry, Preferences, PromptTemplate, ToolQuestion
@@ -128,6 +129,15 @@ def _off_branch(session: ChatSession, outline: store.Outline, at: str) -> int | 
     if not entry_id or any(pk == entry_id for pk, _ in outline):
         return None
     return entry_id if Entry.objects.filter(session=session, pk=entry_id).exists() else None
+
+
+def entry_markdown(request: AuthenticatedRequest, session_id: int, entry_id: int) -> HttpResponse:
+    """A message's markdown as it was written (its text blocks), for its Copy button: the page
+    shows it rendered and does not carry it twice."""
+    session = own_session(request, session_id)
+    entry = get_object_or_404(Entry, pk=entry_id, session=session)
+    text = "\n\n".join(block_texts(entry.content)) if entry.role != "toolResult" else ""
+    return HttpResponse(text, content_type="text/plain; charset=utf-8")
 
 
 def earlier_entries(request: AuthenticatedRequest, session_id: int) -> HttpResponse:

@@ -38,6 +38,7 @@ def test_copy_takes_a_whole_message_or_just_its_code(
     )
     mine = page.locator("#transcript .entry--user")
     mine.get_by_role("button", name="Copy text").click()
+    expect(mine.get_by_role("button", name="Copy text")).to_have_class(re.compile("copied"))
     assert page.evaluate("navigator.clipboard.readText()") == "How do I say hi?"
 
 
