@@ -42,7 +42,7 @@ class FrameForm(forms.Form):
             (a, a)
             for a in (
                 "send", "cancel", "handoff_confirm", "handoff_discard", "edit", "regenerate",
-                "answer", "continue",
+                "answer", "continue", "queue_edit", "queue_remove",
             )
         ],
         required=False,
@@ -59,10 +59,10 @@ class FrameForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         data["action"] = data.get("action") or "send"
-        typing = data["action"] in ("send", "edit")
+        typing = data["action"] in ("send", "edit", "queue_edit")
         if typing and not (data.get("message") or "").strip() and not self.errors:
             raise forms.ValidationError("Type a message first.")
-        naming = data["action"] in ("edit", "regenerate", "continue")
+        naming = data["action"] in ("edit", "regenerate", "continue", "queue_edit", "queue_remove")
         if naming and not data.get("entry") and not self.errors:
             raise forms.ValidationError("Which message? The frame names no entry.")
         answering = data["action"] == "answer"

@@ -28,15 +28,16 @@ class StatusLine:
     handoff: str = ""  # and its handoff's figures: "186k → 9k tokens, $0.41"
     session_usage: Usage = field(default_factory=Usage)  # handoff drafts never used included
     drafts_unused: Usage = field(default_factory=Usage)  # what those drafts cost
+    queue: tuple[tuple[int, str], ...] = ()  # the prompts waiting (id, text), oldest first
 
 
 def read(session: ChatSession, *, queued: int | None = None) -> StatusLine:
-    """The status line of `session`, as just read (`queued`: the prompts waiting, when the
-    caller knows them already)."""
+    """The status line of `session`, as just read (`queued`: 0 when the caller knows that no
+    prompt waits, and the queue is not read)."""
     seed = SEED.rows(session_id=session.pk) if session.parent_session_id else []
-    if queued is None:
-        queued = PendingPrompt.objects.filter(session=session).count()
-    return _line(session, queued, seed)
+    if queued == 0:  # the caller knows none waits
+        return _line(session, [], seed)
+    return _line(session, QUEUED.rows(session_id=session.pk), seed)
 
 
 def read_by_id(session_id: int) -> tuple[ChatSession, StatusLine]:
@@ -61,21 +62,22 @@ def sending(session: ChatSession) -> Callable[[], tuple[ChatSession, StatusLine]
             if not found:
                 raise ChatSession.DoesNotExist(f"no session {session.pk}")
             shown = found[0]
-            return shown, _line(shown, len(waiting), seed if shown.parent_session_id else [])
+            return shown, _line(shown, waiting, seed if shown.parent_session_id else [])
 
     return line
 
 
-def _line(session: ChatSession, queued: int, seed: Rows) -> StatusLine:
-    """The line of `session`, with `queued` prompts, started by the handoff `seed` keeps (none:
-    not handed off)."""
+def _line(session: ChatSession, queue: Rows, seed: Rows) -> StatusLine:
+    """The line of `session`, with the prompts `queue` (id, text each), started by the handoff
+    `seed` keeps (none: not handed off)."""
     data = seed[0][0] if seed and isinstance(seed[0][0], dict) else {}
     unused = drafts.unused_usage(session)
     return StatusLine(
         generating=session.is_generating,
         generation_kind=session.generation_kind,
         generation_started_at=session.generation_started_at,
-        queued=queued,
+        queued=len(queue),
+        queue=tuple((int(pk), str(text)) for pk, text in queue),
         interrupted=session.was_interrupted,
         context_before=shapes.count(data.get("context_tokens_before")) if data else None,
         handoff=handoff_figures(data),
@@ -115,7 +117,9 @@ SESSION: Statement[ChatSession] = Statement(  # every reply's end reads it
     lambda session_id: ChatSession.objects.filter(pk=session_id), session_id=int
 )
 QUEUED: Statement[PendingPrompt] = Statement(
-    lambda session_id: PendingPrompt.objects.filter(session_id=session_id).values_list("pk"),
+    lambda session_id: (
+        PendingPrompt.objects.filter(session_id=session_id).order_by("pk").values_list("pk", "text")
+    ),
     session_id=int,
 )
 SEED: Statement[Entry] = Statement(  # the seed of a session started by a handoff

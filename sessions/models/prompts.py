@@ -81,6 +81,13 @@ class PendingPrompt(models.Model):
     def __str__(self) -> str:
         return self.text[:50]
 
+    @classmethod
+    def change(cls, session_id: int, pk: int, text: str | None) -> bool:
+        """Queued prompt `pk` of the session given `text` (None: removed), unless the job took
+        it first: whether it was still queued."""
+        queued = cls.objects.filter(pk=pk, session_id=session_id)
+        return bool(queued.delete()[0] if text is None else queued.update(text=text))
+
 
 class PromptTemplate(models.Model):
     """A user's stored prompt: `/name args` in the chat box expands to `body`."""

@@ -201,6 +201,7 @@ def status_context(session: ChatSession, line: StatusLine) -> dict[str, Any]:
         "generation_kind": line.generation_kind,
         "generation_started_at": line.generation_started_at,
         "queued": line.queued,
+        "queue": line.queue,
         "interrupted": line.interrupted,
         "context_before": line.context_before,
         "handoff": line.handoff,

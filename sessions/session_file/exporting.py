@@ -165,9 +165,21 @@ def _entry_line(entry: Entry, ids: dict[int, str]) -> dict[str, Any]:
         for name, target in part(entry.data, "refs").items():
             if isinstance(target, int):
                 line[name] = ids.get(target, f"{target:08x}")
+        if not given:  # agentweb's own (a /compact): in the reference agent's order of fields,
+            line = _in_order(line, FIELD_ORDER.get(entry.kind, ()))  # whatever the database's
     else:  # agentweb's own records (an interruption, a failed switch)
         line.update(customType=entry.custom_type, data={"text": entry.text}, display=entry.display)
     return line
+
+
+# The reference agent's order of a kind's own fields, after type, id, parentId and timestamp.
+FIELD_ORDER = {"compaction": ("summary", "firstKeptEntryId", "tokensBefore", "details")}
+
+
+def _in_order(line: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
+    """`line` with the fields `order` names in that order, after those it does not name."""
+    named = [name for name in order if name in line]
+    return {**{k: v for k, v in line.items() if k not in named}, **{k: line[k] for k in named}}
 
 
 def _message(entry: Entry, given: dict[str, Any]) -> dict[str, Any]:
