@@ -21,16 +21,15 @@ from django.urls import reverse
 
 from foundation.database import short
 
-from . import commands, generation, handoff_review, partials, pushes, sign_ins, status, store, tabs
+from . import commands, generation, handoff_review, partials, pushes, sign_ins, store, tabs
 from .commands import session as session_commands
 from .consuming import GONE, LeanConsumer
 from .forms import Frame, FrameError, parse_frame
 from .frame_budget import FrameBudget
-from .generation.events import StatusShown
 from .mcp import prompts as mcp_prompts
 from .mcp.config import PREFIX as MCP_PREFIX
 from .mcp.hub import warm as warm_mcp_servers
-from .models import ChatSession, PendingPrompt, PromptTemplate, Refused
+from .models import ChatSession, PromptTemplate, Refused
 from .numbers import whole_number
 from .partials import announce, catch_up
 from .partials.events import render
@@ -165,10 +164,8 @@ class SessionConsumer(LeanConsumer):
                 await self.send(text_data=partials.notice("Nothing is running.", "info"))
         elif frame.action == "handoff_confirm":
             await self.confirm_handoff(frame)
-        elif frame.action in ("queue_edit", "queue_remove"):
-            await self.change_queue(frame)
-        elif frame.action == "continue":
-            if refusal := await generation.go_on(self.session, frame.entry or 0, render):
+        elif frame.action in ("queue_edit", "queue_remove", "continue"):
+            if refusal := await generation.on_entry(self.session, frame, render):
                 raise Refused(refusal)
         elif frame.action in ("edit", "regenerate"):
             text = frame.message if frame.action == "edit" else None
@@ -221,12 +218,8 @@ class SessionConsumer(LeanConsumer):
     async def hand_off(self, parsed: commands.CommandCall) -> None:
         """/handoff, or /compact: the same document, the session itself going on from it."""
         in_place = parsed.name == "compact"
-        model, focus = (
-            ("", parsed.args) if in_place else session_commands.handoff_arguments(parsed.args)
-        )
-        started = await generation.start_handoff(
-            self.session, focus, render, model, in_place=in_place
-        )
+        model, focus = session_commands.handoff_arguments(parsed.args, in_place=in_place)
+        started = await generation.start_handoff(self.session, focus, render, model, in_place)
         if started.refusal:
             raise Refused(started.refusal)
         if started.busy:
@@ -265,17 +258,6 @@ class SessionConsumer(LeanConsumer):
             await database_sync_to_async(announce.instructions)(self.session.pk)
         if outcome.entry is not None:
             await database_sync_to_async(announce.entry)(self.session.pk, outcome.entry)
-
-    async def change_queue(self, frame: Frame) -> None:
-        """A queued prompt edited or removed, before the job sends it; every tab's queue after."""
-        text = frame.message if frame.action == "queue_edit" else None
-        changed = await database_sync_to_async(PendingPrompt.change)(
-            self.session.pk, frame.entry or 0, text
-        )
-        if not changed:
-            raise Refused(QUEUE_GONE)
-        shown = await database_sync_to_async(status.read_by_id)(self.session.pk)
-        await tabs.show(self.session.pk, render(StatusShown(*shown)))
 
     async def confirm_handoff(self, frame: Frame) -> None:
         result = await generation.confirm_handoff(
@@ -398,7 +380,6 @@ def _opening(login: str, user: User, session_id: int) -> tuple[bool, ChatSession
 
 
 TOO_FAST = "Too many messages at once: wait a moment, then send again."
-QUEUE_GONE = "That message is no longer queued: it was sent or removed."
 FRAME_FAILED = (
     "agentweb failed to take that message (the server's log has the error): it is back in the "
     "box; send it again to retry."

@@ -114,11 +114,11 @@ def model_named(wanted: str) -> str:
     return chosen
 
 
-def handoff_arguments(args: str) -> tuple[str, str]:
+def handoff_arguments(args: str, *, in_place: bool = False) -> tuple[str, str]:
     """`/handoff [--model <id>] [focus]`: the new session's model ("": the session's own) and
-    the focus."""
+    the focus; `/compact [focus]` (`in_place`): the focus alone."""
     words = args.split(maxsplit=2)
-    if not words or words[0] != "--model":
+    if in_place or not words or words[0] != "--model":
         return "", args.strip()
     if len(words) < 2:
         raise Refused(HANDOFF_MODEL)

@@ -22,7 +22,8 @@ from foundation.database import short, until_it_answers
 from .. import shapes, status, tabs, titles
 from ..agent import AgentSession, drafting
 from ..agent.handoff_run import switch_failed
-from ..models import ChatSession, Entry, Refused, ToolQuestion
+from ..forms import Frame
+from ..models import ChatSession, Entry, PendingPrompt, Refused, ToolQuestion
 from ..providers import catalog
 from ..sign_ins import Held
 from .caps import over_a_cap
@@ -115,8 +116,31 @@ async def go_on(session: ChatSession, entry_id: int, render: Render) -> str:
     return ""
 
 
+QUEUE_GONE = "That message is no longer queued: it was sent or removed."
+
+
+async def change_queued(session: ChatSession, pk: int, text: str | None, render: Render) -> str:
+    """Queued prompt `pk` given `text` (None: removed) before the job sends it, and every tab's
+    queue shown after; or why not (a refusal)."""
+    if not await database_sync_to_async(PendingPrompt.change)(session.pk, pk, text):
+        return QUEUE_GONE
+    shown = await database_sync_to_async(status.read_by_id)(session.pk)
+    await tabs.show(session.pk, render(StatusShown(*shown)))
+    return ""
+
+
+async def on_entry(session: ChatSession, frame: Frame, render: Render) -> str:
+    """A frame's action on one of its entries (`frame.entry`): `continue` a reply, or edit
+    (`queue_edit`, to `frame.message`) or remove (`queue_remove`) a queued prompt. A refusal,
+    or an empty string."""
+    if frame.action == "continue":
+        return await go_on(session, frame.entry or 0, render)
+    text = frame.message if frame.action == "queue_edit" else None
+    return await change_queued(session, frame.entry or 0, text, render)
+
+
 async def start_handoff(
-    session: ChatSession, focus: str, render: Render, model: str = "", *, in_place: bool = False
+    session: ChatSession, focus: str, render: Render, model: str = "", in_place: bool = False
 ) -> Submitted:
     """/handoff (or /compact, `in_place`): a handoff job, unless a cap or a running generation
     stands in the way. The run itself checks there is something to hand off (H3). `model`: the
