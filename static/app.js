@@ -211,7 +211,9 @@
 
   // Follow the conversation while the reader is at the bottom (and after they send); leave a
   // reader who scrolled up alone, with "Jump to latest"; handle redirects.
-  let pinned = true;
+  // A link to an entry (#entry-N) opens there: the first frames the socket brings must not
+  // pull the reader away from it.
+  let pinned = !window.location.hash;
   function atBottom() { return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 80; }
   function showJump(show) { const jump = $("#jump-latest"); if (jump) jump.hidden = !show; }
   window.addEventListener("scroll", () => {
