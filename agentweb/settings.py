@@ -255,6 +255,19 @@ TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True
 
+# Files attached to messages: on Django's storage API, the file system by default, under a
+# path of their own (never under STATIC_ROOT: they are served to their owner only, by a view).
+AGENTWEB_ATTACHMENTS_DIR = env_str("AGENTWEB_ATTACHMENTS_DIR", str(BASE_DIR / "var" / "files"))
+AGENTWEB_MAX_ATTACHMENT_BYTES = env_int("AGENTWEB_MAX_ATTACHMENT_BYTES", 10 * 1024 * 1024)
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "attachments": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": AGENTWEB_ATTACHMENTS_DIR, "base_url": None},
+    },
+}
+
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = env_str("DJANGO_STATIC_ROOT") or None

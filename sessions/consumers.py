@@ -148,8 +148,8 @@ class SessionConsumer(LeanConsumer):
             await self.refuse(TOO_FAST, frame.message)
             return
         try:
-            if _a_prompt(frame):
-                await self.prompt(frame.message)  # checked in the prompt's own database call
+            if _a_prompt(frame):  # checked in the prompt's own database call
+                await self.prompt(frame.message, frame.attachments)
             elif await self.may_act():
                 await self.act(frame)
         except Refused as refused:  # what the user cannot do now, said in one place
@@ -225,13 +225,15 @@ class SessionConsumer(LeanConsumer):
         if started.busy:
             await self.send(text_data=partials.notice(started.busy, "warning"))
 
-    async def prompt(self, text: str, *, checked: bool = False) -> None:
-        """A prompt for the model; the frame's check made in the prompt's own database call
-        (by the claim's statement, once this sign-in has held) unless it was `checked`
-        already."""
+    async def prompt(
+        self, text: str, files: tuple[int, ...] = (), *, checked: bool = False
+    ) -> None:
+        """A prompt for the model, with the `files` attached; the frame's check made in the
+        prompt's own database call (by the claim's statement, once this sign-in has held)
+        unless it was `checked` already."""
         check = None if checked else self.stands
         held = None if checked else sign_ins.held(self.login, self.user_id)
-        outcome = await generation.submit(self.session, text, render, check, held)
+        outcome = await generation.submit(self.session, text, render, check, held, files)
         if outcome.unchecked:
             await self.stand_down()
         elif outcome.refusal:

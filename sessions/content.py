@@ -14,6 +14,8 @@ from typing import Any, Protocol
 
 from django.db import models
 
+from . import attached
+
 TITLE_LENGTH = 80
 # What a first line may start with that is markdown, not words: heading marks, a quote, a list
 # item's bullet or number, a checkbox.
@@ -101,14 +103,17 @@ def block_list(content: Any) -> list[Block]:
 
 
 def block_texts(content: Any) -> Iterable[str]:
-    """The texts of a message's content, an image as a placeholder naming its type."""
+    """The texts of a message's content: an attached file as its line and text, an image
+    otherwise as a placeholder naming its type."""
     if isinstance(content, str):
         yield content
         return
     for block in block_list(content):
         if block.get("type") == "text" and isinstance(block.get("text"), str):
             yield block["text"]
-        elif block.get("type") == "image":
+        elif attached.is_attached(block):  # a file of agentweb's: its line and its text
+            yield attached.readable(block)
+        elif block.get("type") == "image" and "source" not in block:  # (the API's: unnamed)
             yield image_placeholder(block)
 
 
@@ -121,12 +126,14 @@ def image_placeholder(block: Block) -> str:
 
 def searchable(content: Any) -> str:
     """The words of an entry's content a person searches for: its text and thinking blocks (or
-    the string itself), never the JSON around them."""
+    the string itself), an attached file's name and text, never the JSON around them."""
     if isinstance(content, str):
         return content
     parts = []
     for block in content or []:
-        if isinstance(block, dict):
+        if attached.is_attached(block):  # a file: its name and the text read from it
+            parts.append(attached.readable(block))
+        elif isinstance(block, dict):
             for key in ("text", "thinking"):
                 if isinstance(block.get(key), str):
                     parts.append(block[key])

@@ -20,11 +20,11 @@ clip, leave out or summarise the right ones when the context is larger than the 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from . import shapes
+from . import attached, shapes
 from .content import EntryLike, Kind, Role, Status, block_list, block_texts
 from .tokens import estimate_tokens
 
@@ -62,9 +62,12 @@ class Part:
     error: bool = False
     name: str = ""  # the tool's name, for tool calls and results
     call_id: str = ""  # the call a tool call part makes, or a tool result part answers
+    attachment: dict[str, Any] | None = None  # an attached image or PDF: its stored block
 
     @property
     def tokens(self) -> int:
+        if self.attachment is not None:
+            return attached.tokens(self.attachment)
         return estimate_tokens(self.text)
 
     @property
@@ -182,8 +185,12 @@ def entry_parts(entry: EntryLike) -> list[Part]:
         if message.get("excludeFromContext"):
             return []
         return [Part(USER, bash_text(message), "bash", entry.pk, error=bash_failed(message))]
-    # user, and the reference agent's own user-side roles (custom, hookMessage)
-    parts = _blocks_as_parts(USER, entry.content, "text", entry.pk)
+    # user, and the reference agent's own user-side roles (custom, hookMessage): the files
+    # attached first (as the API advises), then the words
+    files = [block for block in block_list(entry.content) if attached.is_attached(block)]
+    words = [b for b in block_list(entry.content) if not attached.is_attached(b)] if files else None
+    parts = [_file_part(block, entry.pk) for block in files]
+    parts += _blocks_as_parts(USER, entry.content if words is None else words, "text", entry.pk)
     for session_id, title in mentioned(entry):
         parts.append(Part(USER, MENTIONED.format(session_id, title), "text", entry.pk))
     return parts
@@ -245,6 +252,13 @@ def _tool_result_parts(entry: EntryLike, message: dict[str, Any]) -> list[Part]:
     return [Part(USER, text, "tool_result", entry.pk, error=error, name=name, call_id=call_id)]
 
 
+def _file_part(block: dict[str, Any], entry_id: int) -> Part:
+    """An attached file: its line and text (what a handoff or search reads); an image or PDF
+    carries its block, which `to_messages` sends as the API's own."""
+    kind = "file" if block.get("type") == "file" else "attachment"
+    return Part(USER, attached.readable(block), kind, entry_id, attachment=block)
+
+
 def _blocks_as_parts(role: str, content: Any, kind: str, entry_id: int) -> list[Part]:
     text = "\n".join(block_texts(content))
     return [Part(role, text, kind, entry_id)] if text.strip() else []
@@ -283,12 +297,26 @@ def bash_failed(message: dict[str, Any]) -> bool:
 
 
 # --- from parts to messages --------------------------------------------------------------
-def to_messages(parts: Iterable[Part]) -> list[LLMMessage]:
-    """The API's messages: consecutive parts of one role merged, empty ones left out."""
+Files = Callable[[dict[str, Any]], list[dict[str, Any]]]
+
+
+def to_messages(parts: Iterable[Part], files: Files | None = None) -> list[LLMMessage]:
+    """The API's messages: consecutive parts of one role merged, empty ones left out. With
+    `files` (`attachments.reader`), an attached image or PDF goes as the API's block after the
+    line that names it; without, as that line and its text only (a handoff's notes)."""
     messages: list[LLMMessage] = []
     for part in parts:
-        add_to_context(messages, part.role, part.text)
+        add_part(messages, part, files)
     return messages
+
+
+def add_part(messages: list[LLMMessage], part: Part, files: Files | None) -> None:
+    """Append one part as `to_messages` does."""
+    if part.attachment is None or files is None or part.kind == "file":
+        add_to_context(messages, part.role, part.text)
+        return
+    add_to_context(messages, part.role, attached.line(part.attachment))
+    messages[-1]["content"].extend(files(part.attachment))
 
 
 def add_to_context(messages: list[LLMMessage], role: str, text: str) -> None:
@@ -301,9 +329,9 @@ def add_to_context(messages: list[LLMMessage], role: str, text: str) -> None:
         messages.append({"role": role, "content": [{"type": "text", "text": text}]})
 
 
-def build_context(entries: Sequence[EntryLike]) -> list[LLMMessage]:
-    """The LLM messages of a branch."""
-    return to_messages(context_parts(entries))
+def build_context(entries: Sequence[EntryLike], files: Files | None = None) -> list[LLMMessage]:
+    """The LLM messages of a branch (its files' blocks read by `files`)."""
+    return to_messages(context_parts(entries), files)
 
 
 def serialize(parts: Iterable[Part]) -> str:

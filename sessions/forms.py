@@ -11,6 +11,7 @@ from django import forms
 from django.conf import settings
 
 from . import commands, todos
+from .attachments import MOST_PER_MESSAGE as MOST_FILES
 from .models import Preferences, PromptTemplate
 from .numbers import LARGEST, whole_number
 from .providers import catalog
@@ -48,6 +49,10 @@ class FrameForm(forms.Form):
         required=False,
     )  # fmt: skip
     message = forms.CharField(required=False, strip=False)
+    attachments = forms.RegexField(  # send: the ids of the files attached, "12,13"
+        rf"^\d{{1,18}}(,\d{{1,18}}){{0,{MOST_FILES - 1}}}$", required=False,
+        error_messages={"invalid": f"Malformed message: at most {MOST_FILES} attached file ids."},
+    )  # fmt: skip
     document = forms.CharField(required=False, strip=False)
     model = forms.CharField(required=False, max_length=100)  # handoff_confirm: the new session's
     entry = WholeNumberField(required=False, min_value=1)
@@ -60,7 +65,8 @@ class FrameForm(forms.Form):
         data = super().clean() or {}
         data["action"] = data.get("action") or "send"
         typing = data["action"] in ("send", "edit", "queue_edit")
-        if typing and not (data.get("message") or "").strip() and not self.errors:
+        attached = data["action"] == "send" and data.get("attachments")
+        if typing and not (data.get("message") or "").strip() and not attached and not self.errors:
             raise forms.ValidationError("Type a message first.")
         naming = data["action"] in ("edit", "regenerate", "continue", "queue_edit", "queue_remove")
         if naming and not data.get("entry") and not self.errors:
@@ -103,6 +109,7 @@ class Frame:
     question: int | None = None  # the tool call's question an `answer` frame answers
     answer: str = ""  # once, session or deny
     model: str = ""  # handoff_confirm: the model the new session runs on ("": as offered)
+    attachments: tuple[int, ...] = ()  # send: the files attached to the message
 
 
 class FrameError(ValueError):
@@ -138,9 +145,10 @@ def parse_frame(text_data: str | None) -> Frame:
         reason = " ".join(str(e) for errors in form.errors.values() for e in errors)
         raise FrameError(reason, typed or "")
     data = form.cleaned_data
+    attached = tuple(int(pk) for pk in (data["attachments"] or "").split(",") if pk)
     return Frame(
         data["action"], data["message"], data["document"], data["entry"],
-        data["question"], data["answer"], data["model"],
+        data["question"], data["answer"], data["model"], attached,
     )  # fmt: skip
 
 

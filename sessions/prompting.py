@@ -3,12 +3,13 @@ mentions checked, wherever it came from (the message box, a queued prompt, an ed
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import mentions
+from . import attachments, mentions
 from .content import title_from
-from .models import ChatSession, PromptTemplate
+from .models import ChatSession, PendingPrompt, PromptTemplate
 from .models.prompts import CALL
 
 
@@ -21,25 +22,38 @@ class Prompt:
     text: str
     data: dict[str, Any]
     title: str
+    files: tuple[dict[str, Any], ...] = ()  # the files attached, as the content keeps them
 
     @property
     def content(self) -> list[dict[str, Any]]:
-        return [{"type": "text", "text": self.text}]
+        words = [{"type": "text", "text": self.text}] if self.text or not self.files else []
+        return [*self.files, *words]
+
+    def queue(self, session_id: int) -> None:
+        """Wait in the session's queue, the files' ids with it."""
+        ids = [block["attachment"] for block in self.files]
+        PendingPrompt.objects.create(session_id=session_id, text=self.text, attachments=ids)
 
 
-def prompt_of(session: ChatSession, typed: str) -> Prompt:
+def prompt_of(session: ChatSession, typed: str, attached: Sequence[int] = ()) -> Prompt:
     """`typed` as it is stored and sent: its prompt template filled in, within the longest
-    message agentweb takes, and each session it mentions one of the owner's, wherever the
-    mention came from (typed, a template's body, an edit). `Refused` with the reason."""
+    message agentweb takes, each session it mentions one of the owner's, wherever the mention
+    came from (typed, a template's body, an edit), and each file `attached` one of theirs.
+    `Refused` with the reason."""
     text = PromptTemplate.expand(session.owner_id, typed) if CALL.match(typed) else typed
-    return Prompt(text, mentions.checked(session, text), _title(session, text))
+    files = tuple(attachments.chosen(session.owner_id, attached)) if attached else ()
+    return Prompt(text, mentions.checked(session, text), _title(session, text, files), files)
 
 
-def queued_prompt(session: ChatSession, text: str) -> Prompt:
+def queued_prompt(session: ChatSession, pending: PendingPrompt) -> Prompt:
     """A prompt taken from the queue (made by `prompt_of` when it was typed): a session it
-    mentions that was deleted while it waited is left out, not refused."""
-    return Prompt(text, mentions.data_of(session, text), _title(session, text))
+    mentions that was deleted while it waited is left out, not refused; so is a file."""
+    text = pending.text
+    files = tuple(attachments.chosen(session.owner_id, pending.attachments or [], kept=True))
+    return Prompt(text, mentions.data_of(session, text), _title(session, text, files), files)
 
 
-def _title(session: ChatSession, text: str) -> str:
-    return "" if session.title else title_from(text)
+def _title(session: ChatSession, text: str, files: Sequence[dict[str, Any]]) -> str:
+    if session.title:
+        return ""
+    return title_from(text) or (str(files[0]["name"]) if files else "")

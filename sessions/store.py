@@ -15,6 +15,7 @@ from django.contrib.auth.models import User
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models.functions import Substr
 
+from . import attachments
 from .content import cut_at_word, plain_words, text_of
 from .context import LLMMessage, build_context
 from .models import ChatSession, Entry
@@ -266,10 +267,13 @@ def tree_label(kind: str, role: str, custom: str, purpose: object, setting: obje
 
 
 def session_context(session: ChatSession, upto: int | None = None) -> list[LLMMessage]:
-    """The context of the session's branch, or of the branch ending at entry `upto`."""
+    """The context of the session's branch, or of the branch ending at entry `upto` (the
+    files attached on it read from the storage)."""
+    files = attachments.reader(session.owner_id)
     if upto is None:
-        return build_context(get_branch(session))
-    return build_context(branch_ending_at(upto, Entry.objects.filter(session_id=session.pk)))
+        return build_context(get_branch(session), files)
+    entries = branch_ending_at(upto, Entry.objects.filter(session_id=session.pk))
+    return build_context(entries, files)
 
 
 def count_messages(entries: Sequence[Entry]) -> int:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from . import todos
+from . import attached, todos
 from .content import IMAGE_TYPES, block_texts, image_placeholder
 from .context import bash_failed, bash_text, tool_call_line
 from .models import Entry
@@ -92,6 +92,8 @@ def blocks(entry: Entry) -> list[Block]:
             shown.append({"kind": "thinking", "text": block["thinking"]})
         elif kind == "toolCall":
             shown.append(_call_block(entry, block, index))
+        elif attached.is_attached(block):  # a file of agentweb's: the image, or a chip
+            shown.append({**block, "kind": "attachment"})
         elif kind == "image":
             shown.append({"kind": "image", "text": image_placeholder(block)})
     return shown

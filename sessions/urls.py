@@ -29,6 +29,8 @@ urlpatterns = [
         for action in ("pin", "unpin", "archive", "unarchive", "delete", "delete_chain")
     ),
     path("sessions/<int:session_id>/restore/", views.restore, name="restore"),
+    path("sessions/<int:session_id>/attach/", views.attach, name="attach"),
+    path("files/<int:attachment_id>/<str:name>", views.attachment, name="attachment"),
     path("sessions/<int:session_id>/entries/", views.earlier_entries, name="earlier"),
     path(
         "sessions/<int:session_id>/entries/<int:entry_id>/markdown/",

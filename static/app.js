@@ -35,8 +35,73 @@
     }
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
-      if (box.value.trim()) box.form.requestSubmit();
+      if (box.value.trim() || attachedIds()) box.form.requestSubmit();
     }
+  });
+
+  // Files go with the next message: Attach, paste or drop; each is uploaded at once and shows
+  // as a chip (with Remove) until the message is sent; the server says why it refuses one.
+  function attachedIds() {
+    return Array.from(document.querySelectorAll("#attached li[data-attachment]"))
+      .map((chip) => chip.dataset.attachment).join(",");
+  }
+  function syncAttached() { const field = $("#attachments"); if (field) field.value = attachedIds(); }
+  function say(text) {
+    const line = document.createElement("p");
+    line.className = "notice notice--error"; line.setAttribute("role", "alert"); line.textContent = text;
+    const notices = $("#notices");
+    if (notices) notices.replaceChildren(line);
+  }
+  function upload(file) {
+    const input = $("#attach"), list = $("#attached");
+    if (!input || !list) return;
+    const most = Number(input.dataset.maxBytes) || 0;
+    if (most && file.size > most) {
+      say(`“${file.name}” is ${(file.size / 1048576).toFixed(1)} MB: an attachment may be at most ${(most / 1048576).toFixed(1)} MB.`);
+      return;
+    }
+    const chip = document.createElement("li");
+    chip.className = "chip chip--uploading"; chip.textContent = `Uploading ${file.name || "pasted image"}…`;
+    list.append(chip);
+    const body = new FormData();
+    body.append("file", file, file.name || "pasted-image.png");
+    const token = document.querySelector("input[name=csrfmiddlewaretoken]");
+    fetch(input.dataset.url, { method: "POST", body, headers: { "X-CSRFToken": token ? token.value : "" }, credentials: "same-origin" })
+      .then((response) => response.text().then((html) => ({ ok: response.ok, html })))
+      .then(({ ok, html }) => {
+        const made = document.createElement("template"); made.innerHTML = html.trim();
+        if (ok) { chip.replaceWith(made.content); syncAttached(); return; }
+        chip.remove();
+        const notices = $("#notices"), said = made.content.querySelector(".notice");
+        if (notices && said) notices.replaceChildren(said); else say(`“${file.name}” could not be attached.`);
+      })
+      .catch(() => { chip.remove(); say(`“${file.name}” could not be uploaded: the server did not answer.`); });
+  }
+  document.addEventListener("change", (event) => {
+    if (event.target.id !== "attach") return;
+    Array.from(event.target.files || []).forEach(upload);
+    event.target.value = "";
+  });
+  document.addEventListener("click", (event) => {
+    const remove = event.target.closest && event.target.closest("#attached .chip-remove");
+    if (!remove) return;
+    remove.closest("li").remove(); syncAttached();
+    const box = composer(); if (box) box.focus();
+  });
+  document.addEventListener("paste", (event) => {
+    if (!event.target.closest || !event.target.closest("#composer")) return;
+    const files = Array.from((event.clipboardData && event.clipboardData.files) || []);
+    if (!files.length) return;
+    event.preventDefault(); files.forEach(upload);
+  });
+  document.addEventListener("dragover", (event) => {
+    if (event.target.closest && event.target.closest("#composer")) { event.preventDefault(); $("#composer").classList.add("dropping"); }
+  });
+  document.addEventListener("dragleave", () => { const form = $("#composer"); if (form) form.classList.remove("dropping"); });
+  document.addEventListener("drop", (event) => {
+    if (!event.target.closest || !event.target.closest("#composer")) return;
+    event.preventDefault(); $("#composer").classList.remove("dropping");
+    Array.from((event.dataTransfer && event.dataTransfer.files) || []).forEach(upload);
   });
 
   // The form does not reset itself after a WebSocket send; the message box keeps the focus.
@@ -44,6 +109,7 @@
     const form = event.target.closest && event.target.closest("#composer");
     if (form) {
       form.reset(); hideMenu(); composer().focus();
+      const list = $("#attached"); if (list) { list.replaceChildren(); syncAttached(); }
       const notices = $("#notices");  // a new message: what the last notice said is over
       if (notices) notices.replaceChildren();
     }

@@ -124,6 +124,18 @@ def no_handoff_drafts(settings: Any) -> None:
     settings.AGENTWEB_HANDOFF_DRAFTS = False
 
 
+@pytest.fixture(scope="session")
+def attachments_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(tmp_path_factory.mktemp("attachments"))
+
+
+@pytest.fixture(autouse=True)
+def attachments_kept_apart(settings: Any, attachments_dir: str) -> None:
+    """Files attached in a test are kept under the test run's own directory."""
+    kept = {**settings.STORAGES["attachments"], "OPTIONS": {"location": attachments_dir}}
+    settings.STORAGES = {**settings.STORAGES, "attachments": kept}
+
+
 @pytest.fixture
 def owner(django_user_model: type[User]) -> User:
     return django_user_model.objects.create_user("owner", password="owner-pass-123")

@@ -104,6 +104,7 @@ class Daphne:
                 "DJANGO_SECRET_KEY": settings.SECRET_KEY,
                 "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
                 "AGENTWEB_HANDOFF_DRAFTS": "0",  # no model call a test did not script
+                "AGENTWEB_ATTACHMENTS_DIR": str(ARTIFACTS / "attachments"),
                 **env,
             },
             stdout=self.log,

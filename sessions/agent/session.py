@@ -15,8 +15,8 @@ from channels.db import database_sync_to_async
 
 from foundation.database import short
 
-from .. import context, store, todos
-from ..context import add_to_context, entry_parts
+from .. import attachments, context, store, todos
+from ..context import add_part, add_to_context, entry_parts
 from ..models import ChatSession, Entry, PendingPrompt, Preferences, PromptTemplate
 from ..providers import Provider
 from .approvals import Approvals
@@ -104,6 +104,22 @@ class AgentSession:
         for part in context.entry_parts(entry):
             add_to_context(self.messages, part.role, part.text)
 
+    async def take_in(self, user: Entry) -> None:
+        """Put the user's message in the context: its files read from the storage (off the
+        event loop) when it has any."""
+        parts = entry_parts(user)
+        if any(part.attachment is not None for part in parts):
+            files = attachments.reader(self.session.owner_id)
+
+            def add() -> None:
+                for part in parts:
+                    add_part(self.messages, part, files)
+
+            await database_sync_to_async(add)()
+            return
+        for part in parts:
+            add_to_context(self.messages, part.role, part.text)
+
     async def emit(self, type_: str, **fields: Any) -> None:
         await self.listener(AgentEvent(type_, self.session_id, **fields))
 
@@ -142,8 +158,7 @@ class AgentSession:
                     data={"purpose": purpose} if purpose else {},
                 )
             if not purpose:  # a handoff's request is sent as `prepare` says, never kept
-                for part in entry_parts(user):  # the text, and a pointer per mention
-                    add_to_context(self.messages, part.role, part.text)
+                await self.take_in(user)  # the text, its files, and a pointer per mention
             await self.emit("message_start", role=Entry.Role.USER, entry=user, purpose=purpose)
             await self.emit("message_end", role=Entry.Role.USER, entry=user, purpose=purpose)
             prepared = await prepare() if prepare else Prepared()

@@ -10,7 +10,7 @@ import contextlib
 import functools
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
@@ -69,15 +69,16 @@ async def submit(
     render: Render,
     check: Callable[[], bool] | None = None,
     held: Held | None = None,
+    attached: Sequence[int] = (),
 ) -> Submitted:
-    """Queue the prompt, and start a generation unless one runs (the prompt then waits).
-    `check`: the caller's reads, made in the same database call (a frame's check); when it
-    says no, nothing is done (`unchecked`). `held`: the sign-in as it last held, which the
-    claim then requires (`queue_prompt`)."""
+    """Queue the prompt (with the files `attached`), and start a generation unless one runs
+    (the prompt then waits). `check`: the caller's reads, made in the same database call (a
+    frame's check); when it says no, nothing is done (`unchecked`). `held`: the sign-in as it
+    last held, which the claim then requires (`queue_prompt`)."""
     drafting.cancel(session.pk)
     generation_id, channel = await _new_generation()
     submitted, claimed = await short(queue_prompt)(
-        session, text, generation_id, channel, check, held
+        session, text, generation_id, channel, check, held, attached
     )
     if claimed is not None:
         _launch(Job(claimed[0], generation_id, channel, render, turn=claimed[1]))

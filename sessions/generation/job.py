@@ -132,7 +132,7 @@ class Job:
                     return
                 declined = outcome != "switched"
                 continue
-            if not turn.text and not turn.regenerate and not turn.go_on:
+            if turn.user is None and not turn.regenerate and not turn.go_on:
                 self.closing_status = turn.status
                 return
             declined = False

@@ -7,7 +7,7 @@ job's last look at the queue, or finds the claim released and starts a generatio
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -78,6 +78,7 @@ def queue_prompt(
     channel: str,
     check: Callable[[], bool] | None = None,
     held: Held | None = None,
+    attached: Sequence[int] = (),
 ) -> tuple[Submitted, tuple[ChatSession, Turn] | None]:
     """A prompt in one database call: refused over a cap, else queued; and when no generation
     runs, the session claimed and the job's first turn taken, ready to send. `check`, when
@@ -96,7 +97,7 @@ def queue_prompt(
     if held is None and stopped():
         return Submitted(unchecked=True), None
     try:
-        prompt = prompting.prompt_of(session, text)
+        prompt = prompting.prompt_of(session, text, attached)  # and the files `attached`
     except Refused as refused:
         if held is not None and stopped():
             return Submitted(unchecked=True), None
@@ -118,7 +119,7 @@ def queue_prompt(
         queued, auto_at = bool(getattr(claimed, "queued", False)), getattr(claimed, "auto_at", None)
         turn = first_turn(claimed, prompt, generation_id, queued=queued, auto_at=auto_at)
         return Submitted(), (claimed, turn)
-    PendingPrompt.objects.create(session_id=session.pk, text=prompt.text)
+    prompt.queue(session.pk)
     # Queued before the running job's last look at the queue, or after its release: then the
     # claim is free now. Either way the prompt is sent (B10: never stranded).
     if claim(session.pk, generation_id, "prompt", channel):
@@ -164,7 +165,7 @@ def first_turn(
     automatic handoff is due (the prompt then waits in the queue)."""
     due = bool(auto_at) and handoff_due(session, auto_at or 0, prompt.text)
     if queued or due:
-        PendingPrompt.objects.create(session_id=session.pk, text=prompt.text)
+        prompt.queue(session.pk)
         return next_turn(session, generation_id, auto_handoff=True)
     return _begin(session, prompt, reread=False, queued=0)
 
@@ -230,10 +231,10 @@ def next_turn(session: ChatSession, generation_id: str, *, auto_handoff: bool) -
     # A prompt is queued (or the claim was lost): look at the queue under the session's lock.
     if auto_handoff and auto_handoff_due(session.pk):
         return Turn(handoff=True)
-    text = next_prompt_or_release(session.pk, generation_id)
-    if not text:  # released: the status as the job ends
+    pending = next_prompt_or_release(session.pk, generation_id)
+    if pending is None:  # released: the status as the job ends
         return Turn(status=StatusShown(*status.read_by_id(session.pk)))
-    return _begin(session, prompting.queued_prompt(session, text), reread=True)
+    return _begin(session, prompting.queued_prompt(session, pending), reread=True)
 
 
 def _begin(
@@ -280,12 +281,9 @@ def _turn(
 TALLIED_AT_A_TURN = (usage.SUMMED, todos.CHANGED, mentions.MENTIONED)
 
 
-def next_prompt_or_release(session_id: int, generation_id: str) -> str | None:
-    """Pop the oldest queued prompt, or release the claim when none is left, atomically.
-
-    A prompt queued by another tab either is seen here or finds the claim
-    released and starts its own generation: it can never be stranded.
-    """
+def next_prompt_or_release(session_id: int, generation_id: str) -> PendingPrompt | None:
+    """Pop the oldest queued prompt, or release the claim when none is left, atomically: a
+    prompt queued by another tab is seen here or finds the claim released (never stranded)."""
     with transaction.atomic(savepoint=False):  # the caller's transaction, if any, is as good
         held = HELD.rows(session_id=session_id, generation_id=generation_id)
         if not held:
@@ -298,7 +296,7 @@ def next_prompt_or_release(session_id: int, generation_id: str) -> str | None:
         ChatSession.objects.filter(pk=session_id).update(
             generation_kind="prompt", generation_started_at=timezone.now()
         )
-        return pending.text
+        return pending
 
 
 def oldest_queued(session_id: int) -> PendingPrompt | None:

@@ -2,6 +2,7 @@
 preferences, the lines of an imported file. Each room holds its model and the short methods
 about one of its rows."""
 
+from .attachment import Attachment
 from .drafts import HandoffDraft
 from .entry import Entry
 from .file_line import FileLine
@@ -13,6 +14,7 @@ from .session import ChatSession
 from .tool_choices import ToolChoice
 
 __all__ = [
+    "Attachment",
     "BranchRefused",
     "ChatSession",
     "Entry",

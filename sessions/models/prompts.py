@@ -73,6 +73,7 @@ class PendingPrompt(models.Model):
         "ChatSession", on_delete=models.CASCADE, related_name="pending_prompts"
     )
     text = models.TextField()
+    attachments = models.JSONField(default=list, blank=True)  # the ids of its files
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -144,7 +144,9 @@ def respond(messages: list[dict[str, Any]]) -> str:
     if not messages:
         return "Nothing to answer yet."
     blocks = list(block_texts(messages[-1].get("content", "")))
-    request = blocks[-1] if blocks else ""
+    files = [block for block in blocks if ATTACHED.match(block)]
+    said = [block for block in blocks if block not in files and not block.startswith("<file ")]
+    request = said[-1] if said else ""
     history = messages[:-1]
     if len(blocks) > 1:
         merged = [{"type": "text", "text": text} for text in blocks[:-1]]
@@ -156,9 +158,10 @@ def respond(messages: list[dict[str, Any]]) -> str:
     sections = HEADING.findall(request)
     if len(sections) >= 2:
         return write_document(sections, read(history, _own_words), request)
-    return _chat_reply(request, len(messages))
+    return _chat_reply(request, len(messages), [m[1] for f in files if (m := ATTACHED.match(f))])
 
 
+ATTACHED = re.compile(r"\[Attached (?:image|PDF|file): (.+)\]")
 CONVERSATION = re.compile(r"\s*<conversation>\n(.*)\n</conversation>", re.DOTALL)
 LABEL = re.compile(
     r"\n\n(?=\[(?:User|Assistant|Assistant thinking|Assistant tool call|Tool result[^\]\n]*)\]: )"
@@ -177,7 +180,7 @@ def parse_transcript(transcript: str) -> list[dict[str, Any]]:
     return messages
 
 
-def _chat_reply(request: str, turn: int) -> str:
+def _chat_reply(request: str, turn: int, files: Sequence[str] = ()) -> str:
     words = request.split()
     found = concrete_items(request)
     lines = [
@@ -188,6 +191,9 @@ def _chat_reply(request: str, turn: int) -> str:
         "",
         f"> {' '.join(words[:60])}{' …' if len(words) > 60 else ''}",
     ]
+    if files:  # it cannot look inside them; it says what it was given
+        lines += ["", f"You attached {len(files)} file{'s' if len(files) != 1 else ''}:", ""]
+        lines += [f"- {file}" for file in files]
     if ASKS_FOR_TOOLS.search(request):
         lines += ["", TOOLS_NEED_CLAUDE]
     if found:

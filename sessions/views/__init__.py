@@ -14,6 +14,7 @@ from .actions import (
     switch_branch,
 )
 from .compare import compare, compare_choice
+from .files import attach, attachment
 from .pages import (
     earlier_entries,
     entry_markdown,
@@ -31,6 +32,8 @@ from .tools import choose_tools, tools
 
 __all__ = [
     "PasswordChange",
+    "attach",
+    "attachment",
     "care_for",
     "change_model",
     "change_thinking",

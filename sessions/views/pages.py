@@ -103,6 +103,7 @@ def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse
         "mention_menu": mentions.menu(request.user, session),
         "ws_url": f"/ws/sessions/{session.pk}/?after={after}",
         "max_message_chars": settings.AGENTWEB_MAX_MESSAGE_CHARS,
+        "max_attachment_bytes": settings.AGENTWEB_MAX_ATTACHMENT_BYTES,
         "live_text": None,
         "rename_form": RenameForm(initial={"title": session.title}),
         "questions": ToolQuestion.open_in(session.pk, session.generation_id),
