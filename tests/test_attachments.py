@@ -210,20 +210,11 @@ async def test_another_users_file_is_neither_served_nor_sent(
 def test_an_image_counts_in_the_context_as_the_api_counts_it(owner):
     session = make_session(owner)
     file_id = attached(owner, session, "square.png", png(1000, 1000), "image/png")
-    entry = session.append_message(
-        "user", [{"type": "image", **_block(file_id)}, {"type": "text", "text": "hi"}]
-    )
+    entry = session.append_message("user", [_stored(file_id), {"type": "text", "text": "hi"}])
     # The Messages API's table: a 1000×1000 image is about 1,334 tokens ("hi" is one more).
     assert entry.context_added == 1335
     session.refresh_from_db()
     assert session.context_tokens == 1335
-
-
-def _block(file_id: int) -> dict[str, object]:
-    from sessions.attachments import stored_block
-
-    block = stored_block(Attachment.objects.get(pk=file_id))
-    return {key: value for key, value in block.items() if key != "type"}
 
 
 def test_a_frame_names_at_most_ten_files():
@@ -233,3 +224,37 @@ def test_a_frame_names_at_most_ten_files():
     assert frame.attachments == (3, 4)
     with pytest.raises(FrameError, match="at most 10 attached file ids"):
         parse_frame(json.dumps({"message": "x", "attachments": ",".join(["1"] * 11)}))
+
+
+@pytest.mark.django_db
+def test_the_export_writes_an_image_as_the_reference_agents_block_and_the_import_reads_it_back(
+    owner, other_user
+):
+    session = make_session(owner, model="local")
+    image = png(12, 8, "orange")
+    file_id = attached(owner, session, "chart.png", image, "image/png")
+    session.append_message("user", [_stored(file_id), {"type": "text", "text": "the chart"}])
+    client = Client()
+    client.force_login(owner)
+    exported = b"".join(client.get(f"/sessions/{session.pk}/export.jsonl").streaming_content)
+    [line] = [json.loads(text) for text in exported.decode().splitlines()[1:]]
+    assert line["message"]["content"] == [
+        {"type": "image", "data": base64.b64encode(image).decode(), "mimeType": "image/png"},
+        {"type": "text", "text": "the chart"},
+    ]
+    # Another user imports the file: the image is a file of theirs, shown and sent as one.
+    theirs = Client()
+    theirs.force_login(other_user)
+    upload = SimpleUploadedFile("chart.jsonl", exported, content_type="application/jsonl")
+    opened = theirs.post("/sessions/import/", {"file": upload})
+    assert opened.status_code == 302, opened.content.decode()
+    kept = Attachment.objects.get(owner=other_user)
+    assert (kept.media_type, kept.width, kept.height, kept.size) == ("image/png", 12, 8, len(image))
+    page = theirs.get(opened["Location"]).content.decode()
+    assert f'<img src="/files/{kept.pk}/image.png" alt="image.png"' in page
+
+
+def _stored(file_id: int) -> dict[str, object]:
+    from sessions.attachments import stored_block
+
+    return stored_block(Attachment.objects.get(pk=file_id))

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from .. import handoff, store
+from .. import attached, attachments, handoff, store
 from ..models import ChatSession, Entry, FileLine
 from ..shapes import part, texts
 from .stringify import stringify
@@ -216,7 +216,19 @@ def _content(entry: Entry, given: dict[str, Any]) -> Any:
     form = given.get("content")
     if form == "absent":
         return None
-    return entry.text if form == "string" else entry.content
+    if form == "string":
+        return entry.text
+    return [_as_written(entry, block) for block in entry.content]
+
+
+def _as_written(entry: Entry, block: Any) -> Any:
+    """A block as the reference agent's file has it: a file attached here as an image block
+    (`{type, data, mimeType}`), or, for a PDF or a text file, the text it was read as."""
+    if not attached.is_attached(block):
+        return block
+    if block["type"] == "image":
+        return attachments.as_image_block(entry.session.owner_id, block)
+    return {"type": "text", "text": attached.readable(block)}
 
 
 def export_markdown(session: ChatSession) -> str:

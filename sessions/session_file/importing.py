@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from .. import context, store, thinking
+from .. import attachments, context, store, thinking
 from ..content import plain_line, text_of, title_from
 from ..models import ChatSession, Entry, FileLine, building
 from ..providers import catalog
@@ -67,7 +67,8 @@ def _write(
     entries = rows[1:]
     keys = [key for key, _ in parents] if has_ids(header, entries) else [None] * len(entries)
     pending = [
-        _entry(session, line, key).derive() for (_, line), key in zip(entries, keys, strict=True)
+        _with_files(_entry(session, line, key)).derive()
+        for (_, line), key in zip(entries, keys, strict=True)
     ]
     FileLine.objects.create(session=session, entry=None, text=_kept(lines, rows[0][0]))
     created: list[Entry] = []
@@ -109,6 +110,24 @@ def _write(
         thinking_level=thinking.level_on(branch),
         building=False,
     )
+
+
+def _with_files(entry: Entry) -> Entry:
+    """A user message's images (the reference agent's `{data, mimeType}`) kept as files of the
+    importer's, as if attached here: shown, and sent to the model as images. The file's line
+    keeps them as they were, for the export."""
+    if entry.role != Entry.Role.USER or not any(
+        block.get("type") == "image" and "data" in block for block in entry.content
+    ):
+        return entry
+    session = entry.session
+    entry.content = [
+        (attachments.from_image_block(session.owner_id, session.pk, block) or block)
+        if block.get("type") == "image" and "data" in block
+        else block
+        for block in entry.content
+    ]
+    return entry
 
 
 def _kept(lines: list[str], number: int) -> str:
