@@ -4,12 +4,12 @@ mentions checked, wherever it came from (the message box, a queued prompt, an ed
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from . import attachments, mentions
-from .content import title_from
-from .models import ChatSession, PendingPrompt, PromptTemplate
+from . import attached, attachments, mentions
+from .content import block_list, title_from
+from .models import ChatSession, Entry, PendingPrompt, PromptTemplate
 from .models.prompts import CALL
 
 
@@ -57,3 +57,9 @@ def _title(session: ChatSession, text: str, files: Sequence[dict[str, Any]]) -> 
     if session.title:
         return ""
     return title_from(text) or (str(files[0]["name"]) if files else "")
+
+
+def keeping_files(prompt: Prompt, edited: Entry) -> Prompt:
+    """An edit's prompt: the message's new words, with the files the message had."""
+    files = tuple(block for block in block_list(edited.content) if attached.is_attached(block))
+    return replace(prompt, files=files) if files else prompt

@@ -4,6 +4,7 @@ what agentweb cannot take, or what lies about itself, is refused in words."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 
@@ -258,3 +259,41 @@ def _stored(file_id: int) -> dict[str, object]:
     from sessions.attachments import stored_block
 
     return stored_block(Attachment.objects.get(pk=file_id))
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_message_queued_behind_a_reply_keeps_its_files(owner, fake_anthropic, open_tab):
+    fake_anthropic.enqueue(Reply.held(["Working"]), Reply.text("Looked at it."))
+    session = await db_async(make_session)(owner)
+    file_id = await db_async(attached)(owner, session, "later.png", png(), "image/png")
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="first")
+    assert await asyncio.to_thread(fake_anthropic.wait_for_hold)
+    await tab.send(message="and this picture", attachments=str(file_id))
+    await tab.until("and this picture</span>")  # queued
+    fake_anthropic.release()
+    await tab.until("Looked at it.</p>")
+    await generation.wait_idle()
+    sent = fake_anthropic.requests[1]["json"]["messages"][-1]["content"]
+    assert [block["type"] for block in sent] == ["text", "image", "text"]
+    assert sent[0]["text"].startswith("[Attached image: later.png (image/png, 40×30 px, ")
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_an_edited_message_keeps_its_files(owner, fake_anthropic, open_tab):
+    fake_anthropic.enqueue(Reply.text("One."), Reply.text("Two."))
+    session = await db_async(make_session)(owner)
+    file_id = await db_async(attached)(owner, session, "plan.txt", b"step one", "text/plain")
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Read the plan", attachments=str(file_id))
+    await tab.until("One.</p>")
+    await generation.wait_idle()
+    asked = await db_async(lambda: Entry.objects.get(session=session, role="user").pk)()
+    await tab.send(action="edit", entry=asked, message="Read the plan twice")
+    await tab.until("Two.</p>")
+    await generation.wait_idle()
+    sent = fake_anthropic.requests[1]["json"]["messages"][-1]["content"]
+    assert sent[0]["text"].startswith("[Attached file: plan.txt (text/plain, 8 bytes)]")
+    assert sent[-1]["text"] == "Read the plan twice"

@@ -378,7 +378,7 @@ def begin_branch(
         if prompt is None:
             shown = StatusShown(claimed, status.read(claimed))
             return claimed, Turn(regenerate=True, status=shown), TranscriptShown(claimed)
-        turn = _begin(claimed, prompt, reread=False)
+        turn = _begin(claimed, prompting.keeping_files(prompt, target), reread=False)
     assert turn.user is not None
     turn.user.siblings = store.siblings(turn.user)
     return claimed, turn, TranscriptShown(claimed, before=turn.user.pk)

@@ -71,6 +71,7 @@ def test_no_serious_or_critical_violations_on_any_page(page, claude_url, chain, 
         "old session": chain,
         "tree": f"{chain}tree/",
         "preferences": f"{claude_url}/preferences/",
+        "account": f"{claude_url}/account/",
     }
     for where, url in pages.items():
         page.goto(url)
