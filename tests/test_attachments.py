@@ -297,3 +297,23 @@ async def test_an_edited_message_keeps_its_files(owner, fake_anthropic, open_tab
     sent = fake_anthropic.requests[1]["json"]["messages"][-1]["content"]
     assert sent[0]["text"].startswith("[Attached file: plan.txt (text/plain, 8 bytes)]")
     assert sent[-1]["text"] == "Read the plan twice"
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_the_handoff_reads_a_file_as_its_name_and_text(owner, fake_anthropic, open_tab):
+    from .test_handoff import DOCUMENT, redirected_session
+
+    fake_anthropic.enqueue(Reply.text("Noted the budget."), Reply.text(DOCUMENT))
+    session = await db_async(make_session)(owner, exchanges=1)
+    document = pdf_saying("Budget ceiling 48000 EUR")
+    file_id = await db_async(attached)(owner, session, "budget.pdf", document)
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="Keep to this budget.", attachments=str(file_id))
+    await tab.until("Noted the budget.</p>")
+    await tab.send(message="/handoff")
+    redirected_session(await tab.until("data-url="))
+    await generation.wait_idle()
+    request = json.dumps(fake_anthropic.requests[1]["json"], ensure_ascii=False)
+    assert "[Attached PDF: budget.pdf (application/pdf, 1 page, " in request
+    assert "Budget ceiling 48000 EUR" in request
