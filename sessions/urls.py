@@ -31,6 +31,10 @@ urlpatterns = [
     path("sessions/<int:session_id>/restore/", views.restore, name="restore"),
     path("sessions/<int:session_id>/attach/", views.attach, name="attach"),
     path("files/<int:attachment_id>/<str:name>", views.attachment, name="attachment"),
+    path("sessions/<int:session_id>/share/", views.share, name="share"),
+    path("share/<str:token>/", views.shared, name="shared"),
+    path("share/<str:token>/continue/", views.continue_shared, name="continue_shared"),
+    path("shared-links/<int:link_id>/revoke/", views.revoke_link, name="revoke_link"),
     path("sessions/<int:session_id>/entries/", views.earlier_entries, name="earlier"),
     path(
         "sessions/<int:session_id>/entries/<int:entry_id>/markdown/",

@@ -478,6 +478,16 @@
     if (arrived && composer()) composer().focus();
   });
 
+  // A button that opens a dialog (Share): modal, Escape and Close shut it.
+  document.addEventListener("click", (event) => {
+    const opener = event.target.closest && event.target.closest("[data-opens]");
+    if (!opener) return;
+    const dialog = document.getElementById(opener.dataset.opens);
+    if (dialog && !dialog.open) dialog.showModal();
+  });
+  // Copy the link in the Share dialog: a click in its field selects it whole.
+  document.addEventListener("focusin", (event) => { if (event.target.id === "share-url") event.target.select(); });
+
   // The top bar's menu on a phone; drawers (the todo list) close with Escape.
   document.addEventListener("click", (event) => {
     const toggle = event.target.closest && event.target.closest("#menu-toggle");

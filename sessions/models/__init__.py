@@ -11,6 +11,7 @@ from .prompts import PendingPrompt, PromptTemplate
 from .questions import ToolQuestion
 from .refusals import BranchRefused, Refused
 from .session import ChatSession
+from .share import ShareLink
 from .tool_choices import ToolChoice
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "Preferences",
     "PromptTemplate",
     "Refused",
+    "ShareLink",
     "ToolChoice",
     "ToolQuestion",
 ]

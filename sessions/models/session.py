@@ -250,10 +250,12 @@ class ChatSession(Wording, models.Model):
             self.move_leaf(newest)
         return newest
 
-    def fork(self, entry_id: int) -> ChatSession:
+    def fork(self, entry_id: int, owner_id: int | None = None) -> ChatSession:
         """A new session holding the branch from the root to entry `entry_id` (the reference
-        agent's /branch): copies of those entries, its lineage kept in `forked_from`. A long
-        branch is copied in short transactions (`building`): no other user waits on it."""
+        agent's /branch): copies of those entries, its lineage kept in `forked_from` (for
+        another `owner`, a shared link's viewer, none). A long branch is copied in short
+        transactions (`building`): no other user waits on it."""
+        owner_id = owner_id or self.owner_id
         path = path_to(entry_id, self.parents())
         if entry_id not in path:
             raise BranchRefused(refusals.NOT_AN_ENTRY)
@@ -262,15 +264,15 @@ class ChatSession(Wording, models.Model):
             raise BranchRefused(
                 f"A fork holds at most {most:,} entries; this branch has {len(path):,}."
             )
-        mine = ChatSession.objects.filter(owner_id=self.owner_id, building=True)
+        mine = ChatSession.objects.filter(owner_id=owner_id, building=True)
         if mine.exclude(building.abandoned()).exists():
             raise BranchRefused(refusals.FORK_UNDER_WAY)
         originals = Entry.in_order(path)
         new = ChatSession.objects.create(
-            owner_id=self.owner_id,
+            owner_id=owner_id,
             model=self.model,
             title=fork_title(self.title),
-            forked_from_id=entry_id,
+            forked_from_id=entry_id if owner_id == self.owner_id else None,
             imported_model=self.imported_model,
             cwd=self.cwd,
             context_tokens=context_tokens(originals),

@@ -51,6 +51,13 @@ def with_mentions(text: str, entry: Entry) -> SafeString:
     return mark_safe(html)  # noqa: S308 - sanitised by nh3, the links made by format_html
 
 
+@register.filter
+def as_typed(text: str) -> SafeString:
+    """A person's own message as safe markdown, each line kept, a mention left as typed
+    (`@#42`: a shared page names no other session)."""
+    return mark_safe(render_markdown(text, breaks=True))  # noqa: S308 - sanitised by nh3
+
+
 def _as(replacement: str) -> Callable[[re.Match[str]], str]:
     """A replacement for `re.sub` taken as it is (no group references read in it)."""
     return lambda _: replacement

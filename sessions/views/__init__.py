@@ -28,6 +28,7 @@ from .pages import (
     tree,
 )
 from .prompts import delete_prompt, edit_prompt, prompts
+from .sharing import continue_shared, revoke_link, share, shared
 from .tools import choose_tools, tools
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "choose_tools",
     "compare",
     "compare_choice",
+    "continue_shared",
     "delete_prompt",
     "earlier_entries",
     "edit_prompt",
@@ -56,7 +58,10 @@ __all__ = [
     "prompts",
     "rename",
     "restore",
+    "revoke_link",
     "session_page",
+    "share",
+    "shared",
     "sign_out_others",
     "switch_branch",
     "tools",

@@ -22,6 +22,7 @@ from .. import (
     partials,
     search,
     session_file,
+    sharing,
     status,
     store,
     todos,
@@ -93,6 +94,7 @@ def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse
     context = {
         **partials.status_context(session, status.read(session)),
         **transcript.window(outline, before),
+        "share": sharing.current(session),
         "newer_hidden": len(outline) - end,
         "children": list(session.children.order_by("created_at")),
         "forks": list(ChatSession.objects.filter(forked_from__session=session).order_by("pk")),
@@ -243,5 +245,6 @@ def preferences(request: AuthenticatedRequest) -> HttpResponse:
         "form": form,
         "title_model": settings.AGENTWEB_TITLE_MODEL,
         "claude": catalog.has_key(),
+        "share_links": sharing.of_owner(request.user.pk),
     }
     return render(request, "sessions/preferences.html", context)
