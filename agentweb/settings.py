@@ -6,7 +6,6 @@ See SPEC.md §4 for the variables outside tools rely on.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 from datetime import timedelta
 from pathlib import Path
@@ -14,34 +13,10 @@ from pathlib import Path
 import csp.constants
 import dj_database_url
 
+from foundation.environment import env_bool, env_float, env_int, env_list, env_str
 from foundation.private import read_or_create
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-
-
-def env_str(name: str, default: str = "") -> str:
-    return os.environ.get(name, default).strip()
-
-
-def env_bool(name: str, default: bool = False) -> bool:
-    value = env_str(name)
-    if not value:
-        return default
-    return value.lower() in {"1", "true", "yes", "on"}
-
-
-def env_float(name: str, default: float) -> float:
-    value = env_str(name)
-    return float(value) if value else default
-
-
-def env_int(name: str, default: int) -> int:
-    value = env_str(name)
-    return int(value) if value else default
-
-
-def env_list(name: str, default: str) -> list[str]:
-    return [item.strip() for item in env_str(name, default).split(",") if item.strip()]
 
 
 def _secret_key() -> str:

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db
 # The htmx and ws attributes the templates themselves use.
 OWN_HTMX = {
     "body hx-headers", "main hx-ext", "main ws-connect", "form ws-send", "button ws-send", "button hx-vals",
-    "form hx-post", "form hx-trigger", "form hx-swap", "button hx-get", "button hx-post", "button hx-target",
+    "form hx-post", "form hx-trigger", "form hx-swap", "form hx-target", "button hx-get", "button hx-post", "button hx-target",
     "button hx-swap", "button hx-disabled-elt", "div hx-swap-oob", "h1 hx-swap-oob", "nav hx-swap-oob",
     "textarea hx-swap-oob", "section hx-swap-oob",
 }  # fmt: skip
