@@ -17,6 +17,7 @@ from django.core.paginator import Page, Paginator
 from django.db import connection
 from django.db.models import Case, Count, F, IntegerField, Max, Q, QuerySet, When
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from . import search, usage
 from .care import UNTOUCHED
@@ -139,17 +140,44 @@ MESSAGES: Tally[tuple[int, int], int] = Tally(
 SIDEBAR_CHAINS = 15
 
 
-def recent_chains(owner: User, current: ChatSession) -> list[Chain]:
+def recent_chains(owner: User, current: ChatSession | None = None) -> list[Chain]:
     """The sidebar beside a session: the owner's latest chains (pinned first), the one that
-    holds `current` marked (and listed, however old). It shows no counts: reading every entry
-    of every session listed for them took 100-135 ms beside 15 sessions of 10,000 entries."""
+    holds `current` marked (and listed, however old; none: a push to every tab, which marks
+    its own). It shows no counts: reading every entry of every session listed for them took
+    100-135 ms beside 15 sessions of 10,000 entries."""
     _, chains = chain_page(owner, counted=False)
     chains = chains[:SIDEBAR_CHAINS]
+    if current is None:
+        return chains
     if not any(current.pk in {s.pk for s in chain.sessions} for chain in chains):
         chains.append(Chain(sessions=chain_of(current)))
     for chain in chains:
         chain.holds_current = current.pk in {s.pk for s in chain.sessions}
     return chains
+
+
+SIDEBAR_GROUPS = ("Pinned", "Today", "Yesterday", "Previous 7 days", "Older")
+
+
+def sidebar_groups(chains: list[Chain]) -> list[tuple[str, list[Chain]]]:
+    """The sidebar's chains under Pinned, Today, Yesterday, Previous 7 days and Older (by their
+    last activity, in the server's time zone); empty groups left out."""
+    today = timezone.localdate()
+    grouped: dict[str, list[Chain]] = {label: [] for label in SIDEBAR_GROUPS}
+    for chain in chains:
+        days = (today - timezone.localdate(chain.last_activity)).days
+        if any(session.pinned for session in chain.sessions):
+            label = "Pinned"
+        else:
+            label = (
+                "Today"
+                if days <= 0
+                else "Yesterday"
+                if days == 1
+                else ("Previous 7 days" if days <= 7 else "Older")
+            )
+        grouped[label].append(chain)
+    return [(label, listed) for label, listed in grouped.items() if listed]
 
 
 def chain_of(session: ChatSession) -> list[ChatSession]:

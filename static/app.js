@@ -504,6 +504,11 @@
   });
   function closeDrawers() {
     let closed = false;
+    if (document.documentElement.classList.contains("sidebar-open")) {
+      document.documentElement.classList.remove("sidebar-open");
+      const button = $("#sessions-drawer"); if (button) button.setAttribute("aria-expanded", "false");
+      closed = true;
+    }
     const bar = $(".topbar.open");
     if (bar) { bar.classList.remove("open"); $("#menu-toggle").setAttribute("aria-expanded", "false"); closed = true; }
     const panel = $("#todos");
@@ -526,6 +531,61 @@
     showSidebar(shown);
   });
   document.addEventListener("DOMContentLoaded", () => showSidebar(!document.documentElement.classList.contains("sidebar-hidden")));
+
+  // The sidebar: a filter box over its titles; a list pushed over the socket (a new title, a
+  // session made, deleted, pinned) marks the session this tab shows, and keeps the filter.
+  function sessionShown() {
+    const main = document.querySelector("main[ws-connect]");
+    const found = main && /\/ws\/sessions\/(\d+)\//.exec(main.getAttribute("ws-connect"));
+    return found ? found[1] : "";
+  }
+  function filterSidebar() {
+    const box = $("#sidebar-filter"), items = $("#sidebar-items");
+    if (!box || !items) return;
+    const words = box.value.trim().toLowerCase();
+    items.querySelectorAll("li.sidebar-chain").forEach((li) => { li.hidden = Boolean(words) && !li.dataset.title.includes(words); });
+    items.querySelectorAll("ul").forEach((list) => {
+      const heading = list.previousElementSibling;
+      if (heading) heading.hidden = !list.querySelector("li.sidebar-chain:not([hidden])");
+    });
+  }
+  function markSidebar() {
+    const items = $("#sidebar-items");
+    if (!items || items.dataset.marked) return;
+    items.dataset.marked = "1";
+    const shown = sessionShown();
+    items.querySelectorAll("li.sidebar-chain").forEach((li) => {
+      const here = Boolean(shown) && li.dataset.sessions.includes(` ${shown} `);
+      li.classList.toggle("sidebar-chain--current", here);
+      const link = li.querySelector(":scope > a");
+      if (here && link && link.getAttribute("href") === window.location.pathname) link.setAttribute("aria-current", "page");
+    });
+    filterSidebar();
+  }
+  document.addEventListener("input", (event) => { if (event.target.id === "sidebar-filter") filterSidebar(); });
+  document.addEventListener("htmx:wsAfterMessage", markSidebar);
+  document.addEventListener("DOMContentLoaded", () => {
+    const items = $("#sidebar-items"); if (items) items.dataset.marked = "1";  // marked by the server
+    // A sidebar item's menu links here with #share or #rename: open that.
+    if (window.location.hash === "#share") { const open = $("[data-opens=share-dialog]"); if (open) open.click(); }
+    if (window.location.hash === "#rename") {
+      const rename = $("details.rename"); if (rename) { rename.open = true; const field = $("#id_title"); if (field) field.focus(); }
+    }
+  });
+  // On a narrow screen the sidebar is a drawer the top bar's Sessions opens.
+  document.addEventListener("click", (event) => {
+    const toggle = event.target.closest && event.target.closest("#sessions-drawer");
+    if (toggle) {
+      const open = document.documentElement.classList.toggle("sidebar-open");
+      toggle.setAttribute("aria-expanded", String(open));
+      if (open) { const box = $("#sidebar-filter"); if (box) box.focus(); }
+      return;
+    }
+    if (document.documentElement.classList.contains("sidebar-open") && event.target.closest && !event.target.closest("#sidebar")) {
+      document.documentElement.classList.remove("sidebar-open");
+      const button = $("#sessions-drawer"); if (button) button.setAttribute("aria-expanded", "false");
+    }
+  });
 
   // Enter in a todo item's box saves the list (the box wraps long text, it takes no new line).
   document.addEventListener("keydown", (event) => {

@@ -26,6 +26,7 @@ from ..agent import (
     NothingToHandOff,
 )
 from ..models import ChatSession, Entry, Preferences
+from ..partials import announce
 from .claims import leases, set_kind
 from .events import (
     EntryAdded,
@@ -220,12 +221,14 @@ class Job:
             return
         self.relay.appended.clear()
         await self.relay.notify(Switched(result.new_session), to_session=old_id)
+        await database_sync_to_async(announce.sidebar)(result.new_session.owner_id)
         self.relay.notice = ""  # the redirect belongs to the old session's tabs only
 
     async def show_title(self, session: ChatSession) -> None:
         """A title written beside the chat: outside the numbered events (it may come after the
         job ended)."""
         await tabs.show(session.pk, self.relay.render(TitleChanged(session)))
+        await database_sync_to_async(announce.sidebar)(session.owner_id)  # every tab's list
 
     async def listen(self) -> None:
         """Cancels and snapshot requests, from any tab of any process."""

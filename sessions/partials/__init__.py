@@ -11,12 +11,13 @@ from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.template.loader import render_to_string
 from django.urls import get_script_prefix, reverse
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from .. import handoff_review, pushes, thinking
+from .. import handoff_review, listing, pushes, thinking
 from ..blocks import Blocks
 from ..models import ChatSession, Entry, ToolQuestion
 from ..providers import catalog
@@ -101,6 +102,13 @@ def transcript(session: ChatSession, *, before: int | None = None) -> str:
 
 def title(session: ChatSession) -> str:
     return render_to_string(f"{PAGE}#title", {"session": session, "oob": True})
+
+
+def sidebar(owner: User) -> str:
+    """The sidebar's groups of the owner's recent chains, for every tab of theirs (each marks
+    the session it shows)."""
+    groups = listing.sidebar_groups(listing.recent_chains(owner))
+    return render_to_string("sessions/sidebar.html#items", {"sidebar_groups": groups, "oob": True})
 
 
 def live(text: str | None, purpose: str = "", stage: str = "", thinking: str = "") -> str:

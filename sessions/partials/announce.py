@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from django.contrib.auth.models import User
+
 from .. import status, tabs
 from ..models import ChatSession, Entry, Preferences
 from ..todos import Todo
 from . import entry as entry_partial
 from . import instructions as instructions_partial
 from . import notice, todo_panel, transcript
+from . import sidebar as sidebar_partial
 from . import status as status_partial
 from . import title as title_partial
 
@@ -30,8 +33,17 @@ def deleted(session_ids: list[int]) -> None:
 
 
 def title(session_id: int) -> None:
-    """The session's title, as it is now (renamed)."""
-    tabs.announce(session_id, title_partial(ChatSession.objects.get(pk=session_id)))
+    """The session's title, as it is now (renamed), in its tabs and every tab's sidebar."""
+    session = ChatSession.objects.select_related("owner").get(pk=session_id)
+    tabs.announce(session_id, title_partial(session))
+    sidebar(session.owner)
+
+
+def sidebar(owner: User | int) -> None:
+    """The owner's sessions changed (a title, a new one, one deleted, pinned, archived): every
+    tab of theirs shows its sidebar as it is now."""
+    user = owner if isinstance(owner, User) else User.objects.get(pk=owner)
+    tabs.announce_to_owner(user.pk, sidebar_partial(user))
 
 
 def instructions(session_id: int) -> None:

@@ -62,6 +62,7 @@ def care_for(request: AuthenticatedRequest, session_id: int, action: str) -> Htt
         announce.deleted(deleted_ids)
         generation.stop(deleted_ids)
     messages.success(request, CARE_DONE[action].format(session.display_title, count=count))
+    announce.sidebar(request.user)
     back = request.POST.get("next", "")
     deleted = action.startswith("delete")
     if deleted or not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
@@ -78,6 +79,7 @@ def restore(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
     if not count:
         messages.info(request, f"“{restored.display_title}” is not deleted.")
         return redirect("chat:index")
+    announce.sidebar(request.user)
     more = f" and {count - 1} more session{'s' if count > 2 else ''}" if count > 1 else ""
     messages.success(request, f"Restored “{restored.display_title}”{more}.")
     return redirect(restored if request.POST.get("back") == "session" else "chat:index")
@@ -108,6 +110,7 @@ def fork(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
     except BranchRefused as refusal:
         return say_refused(request, session, str(refusal))
     messages.success(request, f"Forked from {session.display_title} (#{session.pk}).")
+    announce.sidebar(request.user)
     if request.htmx:
         return HttpResponse(status=204, headers={"HX-Redirect": forked.get_absolute_url()})
     return redirect(forked)

@@ -33,6 +33,7 @@ from ..forms import ImportForm, PreferencesForm, RenameForm
 from ..mcp import prompts as mcp_prompts
 from ..models import ChatSession, Entry, Preferences, PromptTemplate, ToolQuestion
 from ..numbers import entry_id_of, whole_number
+from ..partials import announce
 from ..providers import catalog
 from .base import AuthenticatedRequest, own_session
 
@@ -116,7 +117,7 @@ def session_page(request: AuthenticatedRequest, session_id: int) -> HttpResponse
     todo_list = todos.state(session, branch=(pk for pk, _ in outline)).todos
     context.update(todo_list=todo_list, todo_summary=partials.todo_summary(todo_list))
     context["off_branch"] = _off_branch(session, outline, request.GET.get("at", ""))
-    context["sidebar"] = listing.recent_chains(request.user, session)
+    context["sidebar_groups"] = listing.sidebar_groups(listing.recent_chains(request.user, session))
     if waiting := handoff_review.pending(session):  # a reload shows the review it waits on
         context.update(
             reply=waiting.reply,
@@ -231,6 +232,7 @@ def import_session(request: AuthenticatedRequest) -> HttpResponse:
         messages.error(request, f"Could not import {upload.name}: {error}")
         return redirect("chat:index")
     messages.success(request, f"Imported {upload.name}.")
+    announce.sidebar(request.user)
     return redirect(session)
 
 
