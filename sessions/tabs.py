@@ -39,11 +39,16 @@ def announce(session_id: int, html: str) -> None:
     async_to_sync(show)(session_id, html)
 
 
-def announce_to_owner(user_id: int, html: str) -> None:
+async def show_to_owner(user_id: int, html: str) -> None:
     """Show this in every tab of the user's, whichever session it shows (the sidebar)."""
-    async_to_sync(get_channel_layer().group_send)(
+    await get_channel_layer().group_send(
         user_group(user_id), {"type": "session.update", "html": html}
     )
+
+
+def announce_to_owner(user_id: int, html: str) -> None:
+    """`show_to_owner`, from synchronous code."""
+    async_to_sync(show_to_owner)(user_id, html)
 
 
 def announce_entry(session_id: int, entry_id: int, html: str) -> None:

@@ -285,6 +285,7 @@
   window.addEventListener("scroll", () => {
     pinned = atBottom();
     if (pinned) showJump(false);
+    heightSeen = document.documentElement.scrollHeight;
   }, { passive: true });
   document.addEventListener("htmx:wsAfterMessage", () => {
     const redirect = $("#redirect");
@@ -297,8 +298,16 @@
       return;
     }
     if (pinned) followSoon();
-    else if (document.querySelector("main.chat")) showJump(true);
+    else if (document.querySelector("main.chat") && grewBelow()) showJump(true);
   });
+  // "Jump to latest" only when something new came below the reader: not for a status line, a
+  // title or a sidebar pushed meanwhile, nor when the end of the page is in sight already.
+  let heightSeen = document.documentElement.scrollHeight;
+  function grewBelow() {
+    const height = document.documentElement.scrollHeight, grew = height > heightSeen;
+    heightSeen = height;
+    return grew && !atBottom();
+  }
   // Sending brings your message (and the reply after it) into view, wherever you were.
   document.addEventListener("htmx:wsBeforeSend", (event) => {
     if (event.target.closest && event.target.closest("#composer")) { pinned = true; showJump(false); followSoon(); }

@@ -317,3 +317,21 @@ async def test_the_handoff_reads_a_file_as_its_name_and_text(owner, fake_anthrop
     request = json.dumps(fake_anthropic.requests[1]["json"], ensure_ascii=False)
     assert "[Attached PDF: budget.pdf (application/pdf, 1 page, " in request
     assert "Budget ceiling 48000 EUR" in request
+
+
+@pytest.mark.django_db
+def test_a_purged_sessions_files_leave_the_storage_and_copy_gives_only_the_words(owner):
+    session = make_session(owner)
+    file_id = attached(owner, session, "gone.png", png(), "image/png")
+    entry = session.append_message("user", [_stored(file_id), {"type": "text", "text": "see"}])
+    client = Client()
+    client.force_login(owner)
+    copied = client.get(f"/sessions/{session.pk}/entries/{entry.pk}/markdown/")
+    assert copied.content.decode() == "see"
+    path = Attachment.objects.get(pk=file_id).path
+    from sessions.attachments import storage
+
+    assert storage().exists(path)
+    session.delete()
+    assert not Attachment.objects.exists()
+    assert not storage().exists(path)

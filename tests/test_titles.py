@@ -60,6 +60,9 @@ async def test_the_first_reply_is_followed_by_a_generated_title(
     await tab.until("Reading TOML with tomllib</h1>")
     shown = "".join(tab.received)
     assert shown.index("without installing anything…</h1>") < shown.index("tomllib</h1>")
+    # Every tab's sidebar lists it by its new title, without a reload.
+    await tab.until('<div id="sidebar-items" hx-swap-oob="true">')
+    assert ">Reading TOML with tomllib</a>" in "".join(tab.received)
     await generation.wait_idle()
     assert await db_async(title_of)(session) == "Reading TOML with tomllib"
     reply, title = (request["json"] for request in fake_anthropic.requests)

@@ -118,6 +118,14 @@ class TitleChanged:
 
 
 @dataclass(frozen=True)
+class SidebarChanged:
+    """The owner's sessions changed (a title written, a session handed off to): every tab's
+    sidebar, whatever session it shows. Rendering it reads the database."""
+
+    owner_id: int
+
+
+@dataclass(frozen=True)
 class TranscriptShown:
     """The session moved to another branch: the whole transcript again (before entry `before`:
     a message about to be answered there). Rendering it reads the database."""
@@ -140,6 +148,7 @@ Event = (
     | QuestionShown
     | ToolProgress
     | TitleChanged
+    | SidebarChanged
     | TranscriptShown
 )
 Render = Callable[[Event], str]

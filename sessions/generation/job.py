@@ -26,7 +26,6 @@ from ..agent import (
     NothingToHandOff,
 )
 from ..models import ChatSession, Entry, Preferences
-from ..partials import announce
 from .claims import leases, set_kind
 from .events import (
     EntryAdded,
@@ -35,6 +34,7 @@ from .events import (
     QuestionShown,
     Render,
     ReviewOffered,
+    SidebarChanged,
     StatusShown,
     Switched,
     TitleChanged,
@@ -221,14 +221,19 @@ class Job:
             return
         self.relay.appended.clear()
         await self.relay.notify(Switched(result.new_session), to_session=old_id)
-        await database_sync_to_async(announce.sidebar)(result.new_session.owner_id)
+        await self.show_sidebar(result.new_session.owner_id)
         self.relay.notice = ""  # the redirect belongs to the old session's tabs only
 
     async def show_title(self, session: ChatSession) -> None:
         """A title written beside the chat: outside the numbered events (it may come after the
         job ended)."""
         await tabs.show(session.pk, self.relay.render(TitleChanged(session)))
-        await database_sync_to_async(announce.sidebar)(session.owner_id)  # every tab's list
+        await self.show_sidebar(session.owner_id)
+
+    async def show_sidebar(self, owner_id: int) -> None:
+        """The owner's sidebar as it is now, in every tab of theirs (a title, a new session)."""
+        html = await database_sync_to_async(self.relay.render)(SidebarChanged(owner_id))
+        await tabs.show_to_owner(owner_id, html)
 
     async def listen(self) -> None:
         """Cancels and snapshot requests, from any tab of any process."""

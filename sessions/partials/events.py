@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from functools import singledispatch
 
+from django.contrib.auth.models import User
+
 from .. import handoff, todos
 from ..generation.events import (
     BlocksClosed,
@@ -19,6 +21,7 @@ from ..generation.events import (
     Notice,
     QuestionShown,
     ReviewOffered,
+    SidebarChanged,
     StatusShown,
     Switched,
     Thought,
@@ -39,6 +42,7 @@ from . import (
     question,
     redirect,
     review,
+    sidebar,
     status,
     thinking_delta,
     title,
@@ -102,6 +106,11 @@ def _(event: ReviewOffered) -> str:
 @_render.register
 def _(event: TitleChanged) -> str:
     return title(event.session)
+
+
+@_render.register
+def _(event: SidebarChanged) -> str:
+    return sidebar(User.objects.get(pk=event.owner_id))
 
 
 @_render.register

@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from .. import (
+    attached,
     care,
     commands,
     handoff_review,
@@ -28,7 +29,7 @@ from .. import (
     todos,
     transcript,
 )
-from ..content import block_texts
+from ..content import block_list, block_texts
 from ..forms import ImportForm, PreferencesForm, RenameForm
 from ..mcp import prompts as mcp_prompts
 from ..models import ChatSession, Entry, Preferences, PromptTemplate, ToolQuestion
@@ -140,7 +141,8 @@ def entry_markdown(request: AuthenticatedRequest, session_id: int, entry_id: int
     shows it rendered and does not carry it twice."""
     session = own_session(request, session_id)
     entry = get_object_or_404(Entry, pk=entry_id, session=session)
-    text = "\n\n".join(block_texts(entry.content)) if entry.role != "toolResult" else ""
+    words = [block for block in block_list(entry.content) if not attached.is_attached(block)]
+    text = "\n\n".join(block_texts(words)) if entry.role != "toolResult" else ""
     return HttpResponse(text, content_type="text/plain; charset=utf-8")
 
 

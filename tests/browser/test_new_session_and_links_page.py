@@ -66,3 +66,29 @@ def test_an_empty_session_welcomes_with_suggestions_and_the_box_at_the_bottom(
     message.press("Enter")
     expect(page.locator("#transcript article").first).to_contain_text("ship the importer")
     expect(welcome).to_be_hidden()  # the conversation has begun
+
+
+def test_jump_to_latest_shows_only_when_something_new_comes_below(signed_in, server_url):
+    """Rough edge 5: a push that adds nothing below the reader (another session renamed, so
+    every tab's sidebar changes) shows no "Jump to latest"; a new message does."""
+    page = signed_in
+    page.set_viewport_size({"width": 1440, "height": 800})
+    owner = User.objects.get(username="walker")
+    session = make_session(owner, model="local", exchanges=30)
+    other = make_session(owner, model="local", exchanges=1)
+    linked = session.entries.filter(role="user").order_by("pk")[10]
+    page.goto(f"{server_url}/sessions/{session.pk}/#entry-{linked.pk}")
+    expect(page.locator(f"#entry-{linked.pk}")).to_be_in_viewport()
+    second = page.context.new_page()
+    second.goto(f"{server_url}/sessions/{other.pk}/")
+    second.locator("details.rename summary", has_text="Rename").click()
+    second.get_by_label("Title", exact=True).fill("Renamed elsewhere")
+    second.get_by_role("button", name="Save").first.click()
+    sidebar = page.get_by_role("complementary", name="Recent sessions")
+    expect(sidebar.get_by_role("link", name="Renamed elsewhere")).to_be_visible()
+    expect(page.locator("#jump-latest")).to_be_hidden()
+    second.goto(f"{server_url}/sessions/{session.pk}/")
+    second.get_by_label("Message").fill("something new")
+    second.get_by_label("Message").press("Enter")
+    expect(page.get_by_role("button", name="Jump to latest ↓")).to_be_visible()
+    expect(page.locator(f"#entry-{linked.pk}")).to_be_in_viewport()  # the reader stayed
