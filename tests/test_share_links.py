@@ -138,3 +138,17 @@ def test_the_owner_lists_their_links_with_dates_and_view_counts(owner):
     row = page[page.index("Log rotation</a>") :]
     assert re.search(r"<td>3 <span class=\"muted small\">last ", row)
     assert 'aria-label="Revoke the link to Log rotation">Revoke</button>' in row
+
+
+def test_the_list_shares_a_whole_chain(owner):
+    old = linear_session(owner, ["Plan the migration", "Step one."])
+    seed = {"kind": "message", "role": "user", "content": [{"type": "text", "text": "## Goal"}]}
+    new = old.hand_off(from_entry=old.entries.last(), seed=[seed])
+    client = signed_in(owner)
+    listed = client.get("/").content.decode()
+    assert f'<form method="post" action="/sessions/{new.pk}/share/">' in listed
+    assert ">Share the chain</button>" in listed
+    made = client.post(f"/sessions/{new.pk}/share/", {"chain": "on"})
+    assert made["Location"] == f"/sessions/{new.pk}/#share"  # the dialog opens on the link
+    link = ShareLink.objects.get()
+    assert link.chain and [part[0] for part in link.parts] == [old.pk, new.pk]

@@ -24,8 +24,8 @@ def share(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
         sharing.revoke(request.user.pk, link_id)
     else:
         sharing.create(session, chain=request.POST.get("chain") == "on")
-    if not request.htmx:
-        return redirect(session)
+    if not request.htmx:  # the list's Share the chain: the session, its dialog open on the link
+        return redirect(f"{session.get_absolute_url()}#share")
     context = {"session": session, "share": sharing.current(session)}
     return render(request, "sessions/session.html#share_body", context)
 

@@ -64,6 +64,8 @@ def test_on_a_phone_the_sidebar_is_a_drawer_and_new_session_is_in_the_chat(signe
     page.get_by_role("button", name="Sessions", exact=True).click()
     expect(sidebar.get_by_role("link", name="Phone session")).to_be_visible()
     page.screenshot(path="test-artifacts/sidebar-drawer-375.png")
+    page.emulate_media(color_scheme="dark")
+    assert serious_violations(page, "sidebar drawer, dark") == []
     page.keyboard.press("Escape")
     expect(sidebar).to_be_hidden()
     page.get_by_role("button", name="New session").click()
