@@ -179,8 +179,7 @@ class SessionConsumer(LeanConsumer):
             )
         elif frame.action == "handoff_discard":
             await database_sync_to_async(handoff_review.discard)(self.session.pk)
-            closed = {"type": "session.update", "html": partials.review_closed()}
-            await self.channel_layer.group_send(self.group, closed)  # every tab's panel
+            await tabs.show(self.session.pk, partials.review_closed())  # every tab's panel
             await generation.start_if_queued(self.session, render)  # prompts that waited for it
         else:
             await self.submit(frame.message)

@@ -34,7 +34,7 @@ def pending(session: ChatSession) -> Review | None:
     session has started from it, and no one discarded it."""
     if session.leaf_id is None:
         return None
-    reply = Entry.objects.filter(pk=session.leaf_id, data__handoff__has_key="review").first()
+    reply = _offered(session.leaf_id)
     if reply is None or ChatSession.objects.filter(handed_off_from=reply).exists():
         return None
     record = shapes.part(reply.data, "handoff")
@@ -50,10 +50,15 @@ def discard(session_id: int) -> None:
     leaf = ChatSession.objects.filter(pk=session_id).values_list("leaf_id", flat=True).first()
     if leaf is None:
         return
-    reply = Entry.objects.filter(pk=leaf, data__handoff__has_key="review").first()
+    reply = _offered(leaf)
     if reply is not None:
         record = {k: v for k, v in shapes.part(reply.data, "handoff").items() if k != "review"}
         Entry.objects.filter(pk=reply.pk).update(data={**reply.data, "handoff": record})
+
+
+def _offered(leaf_id: int) -> Entry | None:
+    """The leaf, when it is a handoff document offered for review."""
+    return Entry.objects.filter(pk=leaf_id, data__handoff__has_key="review").first()
 
 
 def models_offered(chosen: str) -> list[tuple[str, str, bool]]:

@@ -4,6 +4,8 @@ change is shown in every tab of the session."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect
@@ -118,13 +120,9 @@ def fork(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
 
 @require_POST
 def rename(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
+    """The session menu's Rename: its title, in every tab (and every tab's sidebar)."""
     session = own_session(request, session_id)
-    refusal = session.rename(request.POST.get("title", ""))
-    if refusal:
-        messages.error(request, refusal)
-    else:
-        announce.title(session.pk)
-    return redirect(session)
+    return _worded(request, session, session.rename(request.POST.get("title", "")), announce.title)
 
 
 @require_POST
@@ -132,10 +130,21 @@ def instructions(request: AuthenticatedRequest, session_id: int) -> HttpResponse
     """The session menu's Instructions: its own, after its owner's in every request."""
     session = own_session(request, session_id)
     refusal = session.set_instructions(request.POST.get("instructions", ""))
+    return _worded(request, session, refusal, announce.instructions)
+
+
+def _worded(
+    request: AuthenticatedRequest,
+    session: ChatSession,
+    refusal: str,
+    shown: Callable[[int], None],
+) -> HttpResponse:
+    """After a title or instructions were set: the refusal said, or the change shown in every
+    tab; back to the session."""
     if refusal:
         messages.error(request, refusal)
     else:
-        announce.instructions(session.pk)
+        shown(session.pk)
     return redirect(session)
 
 
