@@ -3,7 +3,7 @@ for anyone who has the link; revoked, it is gone (404).
 
 A link shares the sessions it names as of the leaf each had when it was made, and nothing
 else: a mention of another session shows as its plain `@#id` (no title), a recall result's
-links as plain text, an attached file as its name (its bytes stay the owner's)."""
+links as plain text; the files its messages show are served through the link, no other."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from typing import Any
 from django.db.models import F
 from django.utils import timezone
 
-from . import listing, transcript
-from .models import ChatSession, Entry, ShareLink
+from . import attached, listing, transcript
+from .content import block_list
+from .models import Attachment, ChatSession, Entry, ShareLink
 from .tree import path_to
 
 MOST_SHOWN = 400  # entries a shared session shows, the latest (the rest: counted, not shown)
@@ -35,9 +36,23 @@ def create(session: ChatSession, *, chain: bool) -> ShareLink:
     """A new link to the session (or its chain) as it is now."""
     sessions = listing.chain_of(session) if chain else [session]
     parts = [[one.pk, one.leaf_id, one.display_title] for one in sessions if one.leaf_id]
-    return ShareLink.objects.create(
-        owner_id=session.owner_id, session=session, chain=chain, parts=parts
-    )
+    link = ShareLink(owner_id=session.owner_id, session=session, chain=chain, parts=parts)
+    link.files = [
+        block["attachment"]
+        for part in parts_of(link)
+        for entry in part.entries
+        for block in block_list(entry.content)
+        if attached.is_attached(block)
+    ]
+    link.save()
+    return link
+
+
+def shared_file(link: ShareLink, attachment_id: int) -> Attachment | None:
+    """A file a message of the link shows (None: not one of those)."""
+    if attachment_id not in link.files:
+        return None
+    return Attachment.objects.filter(pk=attachment_id, owner_id=link.owner_id).first()
 
 
 def current(session: ChatSession) -> ShareLink | None:
@@ -56,15 +71,20 @@ def of_owner(owner_id: int) -> list[ShareLink]:
     return list(ShareLink.objects.filter(owner_id=owner_id).select_related("session"))
 
 
-def opened(token: str) -> ShareLink | None:
-    """The link in force that `token` names, counted as viewed once more; None: unknown or
-    revoked (or its session deleted)."""
-    found = (
+def in_force(token: str) -> ShareLink | None:
+    """The link in force that `token` names; None: unknown or revoked (or its session
+    deleted)."""
+    return (
         ShareLink.objects.filter(ShareLink.active(), token=token)
         .filter(session__deleted_at__isnull=True)
         .select_related("owner", "session")
         .first()
     )
+
+
+def opened(token: str) -> ShareLink | None:
+    """`in_force`, counted as viewed once more."""
+    found = in_force(token)
     if found is not None:
         now = timezone.now()
         ShareLink.objects.filter(pk=found.pk).update(views=F("views") + 1, last_viewed_at=now)

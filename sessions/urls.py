@@ -34,6 +34,11 @@ urlpatterns = [
     path("sessions/<int:session_id>/share/", views.share, name="share"),
     path("share/<str:token>/", views.shared, name="shared"),
     path("share/<str:token>/continue/", views.continue_shared, name="continue_shared"),
+    path(
+        "share/<str:token>/files/<int:attachment_id>/<str:name>",
+        views.shared_file,
+        name="shared_file",
+    ),
     path("shared-links/<int:link_id>/revoke/", views.revoke_link, name="revoke_link"),
     path("sessions/<int:session_id>/entries/", views.earlier_entries, name="earlier"),
     path(

@@ -10,6 +10,7 @@ import re
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from django.utils import timezone
 
 from sessions.models import ChatSession, ShareLink
 
@@ -152,3 +153,25 @@ def test_the_list_shares_a_whole_chain(owner):
     assert made["Location"] == f"/sessions/{new.pk}/#share"  # the dialog opens on the link
     link = ShareLink.objects.get()
     assert link.chain and [part[0] for part in link.parts] == [old.pk, new.pk]
+
+
+def test_the_files_a_shared_message_shows_are_served_through_the_link_and_no_other(owner):
+    from sessions.attachments import stored_block
+    from sessions.models import Attachment
+
+    from .files import png
+    from .test_attachments import attached
+
+    session = linear_session(owner, ["Look at this"])
+    shown = attached(owner, session, "diagram.png", png(20, 10), "image/png")
+    other = attached(owner, session, "private.png", png(), "image/png")
+    block = stored_block(Attachment.objects.get(pk=shown))
+    session.append_message("user", [block, {"type": "text", "text": "the diagram"}])
+    path = shared_path(owner, session)
+    html = Client().get(path).content.decode()
+    assert f'<img src="{path}files/{shown}/diagram.png" alt="diagram.png"' in html
+    image = Client().get(f"{path}files/{shown}/diagram.png")
+    assert image.status_code == 200 and image["Content-Type"] == "image/png"
+    assert Client().get(f"{path}files/{other}/private.png").status_code == 404
+    ShareLink.objects.update(revoked_at=timezone.now())
+    assert Client().get(f"{path}files/{shown}/diagram.png").status_code == 404

@@ -25,6 +25,7 @@ class ShareLink(models.Model):
     session = models.ForeignKey("ChatSession", on_delete=models.CASCADE, related_name="shares")
     chain = models.BooleanField(default=False)  # the whole chain, not the session alone
     parts = models.JSONField(default=list)
+    files = models.JSONField(default=list)  # the ids of the files its messages show
     created_at = models.DateTimeField(default=timezone.now)
     revoked_at = models.DateTimeField(null=True, blank=True)
     views = models.PositiveIntegerField(default=0)

@@ -28,7 +28,7 @@ from .pages import (
     tree,
 )
 from .prompts import delete_prompt, edit_prompt, prompts
-from .sharing import continue_shared, revoke_link, share, shared
+from .sharing import continue_shared, revoke_link, share, shared, shared_file
 from .tools import choose_tools, tools
 
 __all__ = [
@@ -62,6 +62,7 @@ __all__ = [
     "session_page",
     "share",
     "shared",
+    "shared_file",
     "sign_out_others",
     "switch_branch",
     "tools",

@@ -29,9 +29,13 @@ def attach(request: AuthenticatedRequest, session_id: int) -> HttpResponse:
 
 
 def attachment(request: AuthenticatedRequest, attachment_id: int, name: str) -> FileResponse:
-    """An attached file, for its owner: an image shown as one; anything else only downloaded
-    (never shown by the browser as a page: an SVG's script, an HTML file's, never runs)."""
-    kept = get_object_or_404(Attachment, pk=attachment_id, owner=request.user)
+    """An attached file, for its owner."""
+    return served(get_object_or_404(Attachment, pk=attachment_id, owner=request.user))
+
+
+def served(kept: Attachment) -> FileResponse:
+    """A file as it is given back: an image shown as one; anything else only downloaded (never
+    shown by the browser as a page: an SVG's script, an HTML file's, never runs)."""
     try:
         opened = attachments.storage().open(kept.path, "rb")
     except OSError:

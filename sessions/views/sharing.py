@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -13,6 +13,7 @@ from .. import sharing
 from ..models import BranchRefused
 from ..numbers import whole_number
 from .base import AuthenticatedRequest, own_session
+from .files import served
 
 
 @require_POST
@@ -48,6 +49,16 @@ def shared(request: HttpRequest, token: str) -> HttpResponse:
     response["X-Robots-Tag"] = "noindex"
     response["Referrer-Policy"] = "no-referrer"  # the link is the key: never sent on
     return response
+
+
+@login_not_required
+def shared_file(request: HttpRequest, token: str, attachment_id: int, name: str) -> FileResponse:
+    """A file one of the link's messages shows, for anyone with the link (no other file)."""
+    link = sharing.in_force(token)
+    kept = sharing.shared_file(link, attachment_id) if link is not None else None
+    if kept is None:
+        raise Http404("No such file here.")
+    return served(kept)
 
 
 @require_POST
