@@ -28,7 +28,9 @@ class StatusLine:
     handoff: str = ""  # and its handoff's figures: "186k → 9k tokens, $0.41"
     session_usage: Usage = field(default_factory=Usage)  # handoff drafts never used included
     drafts_unused: Usage = field(default_factory=Usage)  # what those drafts cost
-    queue: tuple[tuple[int, str], ...] = ()  # the prompts waiting (id, text), oldest first
+    queue: tuple[
+        tuple[int, str, int], ...
+    ] = ()  # the prompts waiting (id, text, files), oldest first
 
 
 def read(session: ChatSession, *, queued: int | None = None) -> StatusLine:
@@ -77,7 +79,7 @@ def _line(session: ChatSession, queue: Rows, seed: Rows) -> StatusLine:
         generation_kind=session.generation_kind,
         generation_started_at=session.generation_started_at,
         queued=len(queue),
-        queue=tuple((int(pk), str(text)) for pk, text in queue),
+        queue=tuple((int(pk), str(text), len(files or ())) for pk, text, files in queue),
         interrupted=session.was_interrupted,
         context_before=shapes.count(data.get("context_tokens_before")) if data else None,
         handoff=handoff_figures(data),
@@ -118,7 +120,9 @@ SESSION: Statement[ChatSession] = Statement(  # every reply's end reads it
 )
 QUEUED: Statement[PendingPrompt] = Statement(
     lambda session_id: (
-        PendingPrompt.objects.filter(session_id=session_id).order_by("pk").values_list("pk", "text")
+        PendingPrompt.objects.filter(session_id=session_id)
+        .order_by("pk")
+        .values_list("pk", "text", "attachments")
     ),
     session_id=int,
 )

@@ -271,7 +271,8 @@ async def test_a_message_queued_behind_a_reply_keeps_its_files(owner, fake_anthr
     await tab.send(message="first")
     assert await asyncio.to_thread(fake_anthropic.wait_for_hold)
     await tab.send(message="and this picture", attachments=str(file_id))
-    await tab.until("and this picture</span>")  # queued
+    queued = await tab.until("and this picture</span>")  # queued, its file said
+    assert 'and this picture</span> <span class="muted small">with 1 file</span>' in queued
     fake_anthropic.release()
     await tab.until("Looked at it.</p>")
     await generation.wait_idle()
