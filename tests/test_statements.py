@@ -471,9 +471,10 @@ def test_on_postgresql_a_reply_ends_its_claim_and_reads_the_status_line_in_one_t
     with round_trips.counted(connection) as trips:
         turn = next_turn(claimed[0], "gen-1", auto_handoff=True)
     # Released if nothing waits, and the line read after it, in a transaction: 7 round trips,
-    # 9 on the connection where its statements get prepared (psycopg prepares a statement the
-    # fifth time a connection sends it, in a round trip of its own). Were one, pipelined.
-    assert trips[0] in (7, 9)
+    # and one more for each of its two statements psycopg prepares in it (it prepares one the
+    # fifth time a connection sends it, in a round trip of its own: which call that is depends
+    # on the tests that ran before on the connection). Were one, pipelined.
+    assert trips[0] in (7, 8, 9)
     assert turn.text == "" and turn.status is not None
     shown, line = turn.status.session, turn.status.line
     assert (shown.pk, line.generating, line.queued) == (session.pk, False, 0)
