@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -15,6 +15,7 @@ from cachetools import LRUCache, cached
 from latex2mathml.converter import convert as mathml
 from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
+from markdown_it.token import Token
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 from mdit_py_plugins.tasklists import tasklists_plugin
 from mdit_py_plugins.texmath import texmath_plugin
@@ -81,10 +82,21 @@ def _markdown(breaks: bool = False) -> MarkdownIt:
     # renderer, added last, renders both): MathML from the server, no script in the page. A
     # dollar beside a digit or a space is money, not math ("$5 and $10").
     md.use(texmath_plugin, delimiters="brackets")
-    md.use(dollarmath_plugin, allow_space=False, allow_digits=False, renderer=_math)
+    md.use(
+        dollarmath_plugin, allow_space=False, allow_digits=False, double_inline=True, renderer=_math
+    )
+    md.add_render_rule("math_inline_double", _display_in_a_line)  # a span: the paragraph holds
     md.core.ruler.push("aligned_by_class", _aligned_by_class)
     md.core.ruler.push("task_boxes_named", _task_boxes_named)
     return md
+
+
+def _display_in_a_line(
+    renderer: Any, tokens: Sequence[Token], idx: int, options: Any, env: Any
+) -> str:
+    """`$$…$$` inside a sentence: displayed math in a span (dollarmath writes a div, which
+    ends the paragraph around it)."""
+    return f'<span class="math display">{_math(tokens[idx].content, {"display_mode": True})}</span>'
 
 
 def _math(tex: str, options: dict[str, Any]) -> str:

@@ -22,6 +22,13 @@ def test_display_math_in_double_dollars_and_in_brackets_is_a_block():
         assert 'display="block"' in html, tex
 
 
+def test_double_dollars_inside_a_sentence_are_math_with_no_dollars_left():
+    html = render_markdown("The energy is $$E = mc^2$$ here.")
+    assert "$" not in html
+    assert "<math " in html and "<msup><mi>c</mi><mn>2</mn></msup>" in html
+    assert html.startswith("<p>The energy is ") and html.endswith(" here.</p>\n")
+
+
 def test_money_and_code_keep_their_dollars():
     assert render_markdown("It costs $5 and $10.") == "<p>It costs $5 and $10.</p>\n"
     assert render_markdown("`$x$` in code") == "<p><code>$x$</code> in code</p>\n"
