@@ -562,6 +562,15 @@
     const items = $("#sidebar-items");
     if (!items || items.dataset.marked) return;
     items.dataset.marked = "1";
+    // A list pushed to every tab carries no CSRF token (each browser has its own): its forms
+    // take this page's.
+    const token = document.querySelector("input[name=csrfmiddlewaretoken]");
+    items.querySelectorAll("form[method=post]").forEach((form) => {
+      if (!token || form.querySelector("input[name=csrfmiddlewaretoken]")) return;
+      const field = document.createElement("input");
+      field.type = "hidden"; field.name = "csrfmiddlewaretoken"; field.value = token.value;
+      form.prepend(field);
+    });
     const shown = sessionShown();
     items.querySelectorAll("li.sidebar-chain").forEach((li) => {
       const here = Boolean(shown) && li.dataset.sessions.includes(` ${shown} `);

@@ -48,6 +48,18 @@ SIX_SECTIONS = (
 )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """On PostgreSQL, the test process's pool may hold 40 connections (the server's, 20): the
+    threads of the async tests' ended event loops keep a few taken (see `ended_everywhere`),
+    and a full run's hundreds of async tests came near 20. The daphne processes the tests
+    start keep the server's 20 each."""
+    from django.conf import settings
+
+    pool = settings.DATABASES["default"].get("OPTIONS", {}).get("pool")
+    if isinstance(pool, dict):
+        pool["max_size"] = max(pool.get("max_size", 0), 40)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Browser tests last: Playwright's sync API holds an event loop async tests must not meet."""
     items.sort(key=lambda item: "/browser/" in str(item.path))

@@ -4,6 +4,7 @@ which opens full size; a file that lies about itself is refused in words."""
 
 from __future__ import annotations
 
+import base64
 import re
 
 import pytest
@@ -19,6 +20,15 @@ DROP_A_TEXT_FILE = """() => {
   files.items.add(new File(["remember port 8443\\n"], "notes.txt", { type: "text/plain" }));
   document.querySelector("#message").dispatchEvent(
     new DragEvent("drop", { dataTransfer: files, bubbles: true, cancelable: true }));
+}"""
+
+
+PASTE_AN_IMAGE = """() => {
+  const files = new DataTransfer();
+  const bytes = Uint8Array.from(atob("%s"), (c) => c.charCodeAt(0));
+  files.items.add(new File([bytes], "", { type: "image/png" }));
+  document.querySelector("#message").dispatchEvent(
+    new ClipboardEvent("paste", { clipboardData: files, bubbles: true, cancelable: true }));
 }"""
 
 
@@ -86,3 +96,14 @@ def test_the_composer_with_files_has_no_serious_accessibility_violation(
     page.evaluate(DROP_A_TEXT_FILE)
     expect(page.locator("#attached li[data-attachment]")).to_have_count(2)
     assert serious_violations(page, f"composer with files ({scheme})") == []
+
+
+def test_a_pasted_screenshot_is_attached(signed_in):
+    page = signed_in
+    new_session(page)
+    page.evaluate(PASTE_AN_IMAGE % base64.b64encode(png(30, 20)).decode())
+    chip = page.locator("#attached li[data-attachment]")
+    expect(chip).to_contain_text("pasted-image.png")
+    page.get_by_label("Message").fill("from the clipboard")
+    page.get_by_label("Message").press("Enter")
+    expect(page.locator("#transcript img[alt='pasted-image.png']")).to_be_visible()

@@ -52,6 +52,11 @@ def test_the_filter_and_the_item_menu_and_a_rename_seen_live_in_another_tab(sign
     expect(live.get_by_role("link", name="Billing export")).to_have_attribute(
         "aria-current", "page"
     )
+    # The pushed list's forms work: Pin, from the item menu.
+    live.get_by_label("Actions for Kubernetes 1.31 upgrade").click()
+    live.get_by_role("button", name="Pin").click()
+    pinned = "Pinned “Kubernetes 1.31 upgrade” to the top of the list."
+    expect(second.get_by_text(pinned)).to_be_visible()
 
 
 def test_on_a_phone_the_sidebar_is_a_drawer_and_new_session_is_in_the_chat(signed_in, server_url):
