@@ -68,7 +68,13 @@ def take(owner_id: int, session_id: int, upload: UploadedFile) -> Attachment:
     data = upload.read(limit + 1)
     if len(data) > limit:
         raise Refused(f"“{name}” is larger than {filesizeformat(limit)}, the most it may be.")
-    fields = identify(name, data, upload.content_type or "")
+    return _kept(owner_id, session_id, name, data, identify(name, data, upload.content_type or ""))
+
+
+def _kept(
+    owner_id: int, session_id: int, name: str, data: bytes, fields: dict[str, Any]
+) -> Attachment:
+    """The file on the storage, and its row: what it is (`fields`, as `identify` read it)."""
     path = storage().save(f"{owner_id}/{uuid.uuid4().hex}", ContentFile(data))
     return Attachment.objects.create(
         owner_id=owner_id, session_id=session_id, name=name, size=len(data), path=path, **fields
@@ -247,11 +253,7 @@ def from_image_block(owner_id: int, session_id: int, block: Block) -> Block | No
         fields = _image(name, data)
     except Refused:
         return None
-    path = storage().save(f"{owner_id}/{uuid.uuid4().hex}", ContentFile(data))
-    kept = Attachment.objects.create(
-        owner_id=owner_id, session_id=session_id, name=name, size=len(data), path=path, **fields
-    )
-    return stored_block(kept)
+    return stored_block(_kept(owner_id, session_id, name, data, fields))
 
 
 def as_image_block(owner_id: int, block: Block) -> Block:
