@@ -19,11 +19,22 @@ from .models import ChatSession, Entry
 from .tokens import estimate_tokens
 
 
-def compact(session: ChatSession, document: str, before: int, cost: str | None) -> Entry:
+def compact(
+    session: ChatSession,
+    document: str,
+    before: int,
+    cost: str | None,
+    *,
+    automatic_in_a_row: int = 0,
+) -> Entry:
     """Append the compaction of `session` to `document`: its context is the document from now
-    on. `before`: the context's tokens it replaced; `cost`: the document's, in US dollars."""
+    on. `before`: the context's tokens it replaced; `cost`: the document's, in US dollars;
+    `automatic_in_a_row`: the automatic handoffs and compactions in a row up to this one,
+    without the user's say (0: the user asked for it)."""
     after = estimate_tokens(f"{COMPACTION_PREFIX}{document}{COMPACTION_SUFFIX}")
-    details = {"tokensAfter": after, **({"cost": cost} if cost is not None else {})}
+    details: dict[str, object] = {"tokensAfter": after, "automaticInARow": automatic_in_a_row}
+    if cost is not None:
+        details["cost"] = cost
     fields = {"summary": document, "tokensBefore": before, "details": details}
     with transaction.atomic():
         entry = session.append(
@@ -42,7 +53,12 @@ def compact(session: ChatSession, document: str, before: int, cost: str | None) 
 def figures(entry: Entry) -> str:
     """A compaction's context before and after, and its document's cost: "186k → 9k tokens,
     $0.41" ("" for one that does not say: an imported one tells only what it replaced)."""
-    fields = shapes.part(entry.data, "fields")
+    return figures_of(entry.data)
+
+
+def figures_of(data: object) -> str:
+    """`figures` of a compaction entry's data, as a query of its `data` column gives it."""
+    fields = shapes.part(data, "fields")
     details = shapes.part(fields, "details")
     return status.handoff_figures(
         {

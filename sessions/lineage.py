@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from django.db.models import Q
 
-from . import mentions, status
+from . import compaction, mentions, status
 from .models import ChatSession, Entry
 from .store import MAX_INDENT
 
@@ -28,6 +28,7 @@ class MapRow:
     came_by: str  # "handoff", "fork", "mention" or "" (the first)
     current: bool
     handoff: str = ""  # came by a handoff: its figures ("186k → 9k tokens, $0.41")
+    compacted: str = ""  # compacted in place: how often, and the latest one's figures
 
     @property
     def indent(self) -> int:
@@ -78,16 +79,40 @@ def map_of(session: ChatSession) -> list[MapRow]:
 
 
 def _with_figures(rows: list[MapRow]) -> list[MapRow]:
-    """Each row that came by a handoff, with its figures, as its seed keeps them: one query."""
+    """Each row that came by a handoff, with its figures, as its seed keeps them, and each
+    session's compactions: two queries."""
     handed = [row.session.pk for row in rows if row.came_by == "handoff"]
     roots = Entry.objects.filter(session_id__in=handed, parent__isnull=True).order_by("-pk")
     seeds = dict(roots.values_list("session_id", "data"))  # each session's first root wins
+    compactions = Entry.objects.filter(
+        session_id__in=[row.session.pk for row in rows], kind=Entry.Kind.COMPACTION
+    ).order_by("pk")
+    compacted: dict[int, list[object]] = {}  # their figures only, not their summaries
+    figures = compactions.values_list(
+        "session_id", "data__fields__tokensBefore", "data__fields__details"
+    )
+    for session_id, before, details in figures:
+        compacted.setdefault(session_id, []).append(
+            {"fields": {"tokensBefore": before, "details": details}}
+        )
     return [
-        replace(row, handoff=status.handoff_figures(seeds[row.session.pk]))
-        if isinstance(seeds.get(row.session.pk), dict)
-        else row
+        replace(
+            row,
+            handoff=status.handoff_figures(seed) if isinstance(seed, dict) else "",
+            compacted=_compacted(compacted.get(row.session.pk, [])),
+        )
         for row in rows
+        for seed in [seeds.get(row.session.pk)]
     ]
+
+
+def _compacted(each: list[object]) -> str:
+    """ "compacted (186k → 9k tokens, $0.41)", "compacted 3×, last (…)", or "" for none."""
+    if not each:
+        return ""
+    latest = compaction.figures_of(each[-1])
+    said = "compacted" if len(each) == 1 else f"compacted {len(each)}×, last"
+    return f"{said} ({latest})" if latest else said.removesuffix(", last")
 
 
 def _age(session: ChatSession) -> tuple[object, int]:

@@ -88,10 +88,27 @@ def _line(session: ChatSession, queue: Rows, seed: Rows) -> StatusLine:
     )
 
 
-def automatic_in_a_row(session_id: int) -> int:
-    """How many automatic handoffs in a row, without the user's say, led to this session."""
-    seed = SEED.rows(session_id=session_id)
-    return (shapes.count(seed[0][0].get("automatic_in_a_row")) or 0) if seed else 0
+@dataclass(frozen=True)
+class Restart:
+    """Where a session's context last started again: its latest compaction, else the handoff
+    that began it (its seed); neither for a session begun by hand."""
+
+    automatic_in_a_row: int = 0  # automatic handoffs and compactions in a row up to it
+    tokens: int | None = None  # the context just after it
+
+
+def restart(session: ChatSession) -> Restart:
+    """The session's latest compaction, else its seed, as it keeps its figures: one query."""
+    if session.compacted_at is not None:
+        found = Entry.objects.filter(pk=session.compacted_at).values_list("data", flat=True)
+        details = shapes.part(found.first(), "fields", "details")
+        in_a_row, after = details.get("automaticInARow"), details.get("tokensAfter")
+    elif session.parent_session_id is not None and (seed := SEED.rows(session_id=session.pk)):
+        kept = seed[0][0]
+        in_a_row, after = kept.get("automatic_in_a_row"), kept.get("context_tokens_after")
+    else:
+        return Restart()
+    return Restart(shapes.count(in_a_row) or 0, shapes.count(after))
 
 
 def handoff_figures(seed: dict[str, Any]) -> str:

@@ -155,3 +155,20 @@ async def test_a_compactions_document_cannot_start_a_session_from_the_review_for
     assert "can no longer be used" in await tab.until("can no longer be used")
     assert await session_count() == 1
     assert await db_async(Entry.objects.filter(session_id=session.pk).count)() == len(entries)
+
+
+async def test_the_lineage_map_shows_the_sessions_compactions_with_their_figures(
+    owner, settings, fake_anthropic, open_tab, client
+):
+    settings.AGENTWEB_PRICES = {**settings.AGENTWEB_PRICES, FAKE_MODEL: {"input": 3, "output": 15}}
+    fake_anthropic.enqueue(Reply(chunks=[DOCUMENT], input_tokens=4_000, output_tokens=600))
+    session, _, entries = await compacted(owner, fake_anthropic, open_tab)
+    after = entries[-1].data["fields"]["details"]["tokensAfter"]
+    await db_async(client.force_login)(owner)
+    page = (await db_async(client.get)(f"/sessions/{session.pk}/map/")).content.decode()
+    # 4,000 tokens in at $3 a million and 600 out at $15: $0.012 + $0.009
+    assert f"compacted (186k → {after} tokens, $0.0210)" in page
+    assert (
+        f"Context compacted · 186k → {after} tokens, $0.0210</summary>"
+        in (await db_async(client.get)(f"/sessions/{session.pk}/")).content.decode()
+    )

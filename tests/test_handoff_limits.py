@@ -1,7 +1,7 @@
-"""Automation you can trust (issue 55, item 5): an automatic handoff runs at most
+"""Automation you can trust (issue 55, item 5): an automatic handoff or compaction runs at most
 AGENTWEB_MAX_AUTO_HANDOFFS times in a row without the user's say, never twice without a user
-turn between; and every handoff records its size before and after and what it cost, which the
-status line and the lineage map show."""
+turn between, and once per crossing of the threshold; and every handoff records its size before
+and after and what it cost, which the status line and the lineage map show."""
 
 from __future__ import annotations
 
@@ -31,6 +31,37 @@ def small_window(settings, fake_anthropic):
     return fake_anthropic
 
 
+async def in_a_row(session: ChatSession) -> int:
+    return (await db_async(status.restart)(session)).automatic_in_a_row
+
+
+async def compactions_of(session: ChatSession) -> list[Entry]:
+    return await db_async(list)(
+        Entry.objects.filter(session_id=session.pk, kind="compaction").order_by("pk")
+    )
+
+
+async def compacted_automatically(
+    owner,
+    session: ChatSession,
+    open_tab,
+    fake,
+    *,
+    document: str = DOCUMENT,
+    after: int = 20,
+    answer: str = "Answered after compacting.",
+) -> ChatSession:
+    """A prompt that passes the threshold: the session compacts first, then answers it (its
+    context then `after` tokens, as the fake reports it)."""
+    fake.enqueue(Reply(chunks=[document], input_tokens=4_000, output_tokens=600))
+    fake.enqueue(Reply(chunks=[answer], input_tokens=after))
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="and now the tests, please")
+    await tab.until(f"{answer}</p>")
+    await generation.wait_idle()
+    return await db_async(ChatSession.objects.get)(pk=session.pk)
+
+
 async def handed_off_automatically(owner, old: ChatSession, open_tab, fake) -> ChatSession:
     fake.enqueue(Reply(chunks=[DOCUMENT], input_tokens=4_000, output_tokens=600))
     fake.enqueue(Reply.text("Answered there."))
@@ -49,10 +80,10 @@ async def test_each_automatic_handoff_counts_and_past_the_limit_the_prompt_stays
     first = await handed_off_automatically(
         owner, await db_async(session_at)(owner, 4_995), open_tab, small_window
     )
-    assert await db_async(status.automatic_in_a_row)(first.pk) == 1
+    assert await in_a_row(first) == 1
     await db_async(ChatSession.objects.filter(pk=first.pk).update)(context_tokens=4_995)
     second = await handed_off_automatically(owner, first, open_tab, small_window)
-    assert await db_async(status.automatic_in_a_row)(second.pk) == 2
+    assert await in_a_row(second) == 2
 
     await db_async(ChatSession.objects.filter(pk=second.pk).update)(context_tokens=4_995)
     small_window.enqueue(Reply(chunks=["Answered here, past the limit."], input_tokens=9_000))
@@ -79,7 +110,7 @@ async def test_a_handoff_the_user_asks_for_starts_the_count_again(owner, small_w
     await tab.send(message="/handoff")
     new_id = redirected_session(await tab.until("data-url="))
     await generation.wait_idle()
-    assert await db_async(status.automatic_in_a_row)(new_id) == 0
+    assert await in_a_row(await db_async(ChatSession.objects.get)(pk=new_id)) == 0
 
 
 async def test_a_session_just_handed_off_sends_its_prompt_before_any_second_handoff(
@@ -113,3 +144,75 @@ async def test_the_size_before_and_after_and_the_cost_show_on_the_status_line_an
     assert shown in page
     lineage = (await db_async(client.get)(f"/sessions/{new.pk}/map/")).content.decode()
     assert f"↳ handed off (5k → {after} tokens, $0.0210) to" in lineage
+
+
+async def test_automatic_compactions_count_too_and_past_the_limit_the_prompt_stays(
+    owner, small_window, open_tab, settings
+):
+    settings.AGENTWEB_MAX_AUTO_HANDOFFS = 2
+    await db_async(Preferences.objects.create)(user=owner, auto_handoff_at=50, auto_compacts=True)
+    session = await compacted_automatically(
+        owner, await db_async(session_at)(owner, 4_995), open_tab, small_window
+    )
+    assert await in_a_row(session) == 1
+    await db_async(ChatSession.objects.filter(pk=session.pk).update)(context_tokens=4_995)
+    session = await compacted_automatically(
+        owner, session, open_tab, small_window, answer="Answered after compacting again."
+    )
+    assert await in_a_row(session) == 2
+    assert len(await compactions_of(session)) == 2
+
+    await db_async(ChatSession.objects.filter(pk=session.pk).update)(context_tokens=4_995)
+    small_window.enqueue(Reply(chunks=["Answered here, past the limit."], input_tokens=9_000))
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="and the docs too")
+    await tab.until("Answered here, past the limit.</p>")
+    await generation.wait_idle()
+    assert len(await compactions_of(session)) == 2  # no third one
+    assert "/handoff</code> to continue in a fresh session" in await tab.until_idle()
+
+
+async def test_a_compact_the_user_asks_for_starts_the_count_again(owner, small_window, open_tab):
+    await db_async(Preferences.objects.create)(user=owner, auto_handoff_at=50, auto_compacts=True)
+    session = await compacted_automatically(
+        owner, await db_async(session_at)(owner, 4_995), open_tab, small_window
+    )
+    assert await in_a_row(session) == 1
+    small_window.enqueue(Reply.text(DOCUMENT))
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="/compact")
+    await tab.until("Compacted: this session goes on from the document")
+    await generation.wait_idle()
+    assert await in_a_row(await db_async(ChatSession.objects.get)(pk=session.pk)) == 0
+
+
+async def test_a_context_the_compaction_left_past_the_threshold_is_not_compacted_again(
+    owner, small_window, open_tab, settings
+):
+    """Once per crossing: a document of about 6,000 tokens leaves the context past the 5,000
+    of the threshold, so the next prompt is answered here, and the status line suggests."""
+    settings.AGENTWEB_MODELS = {
+        **settings.AGENTWEB_MODELS,
+        FAKE_MODEL: {"label": "Fake Claude", "window": 10_000, "max_output": 8_000},
+    }
+    await db_async(Preferences.objects.create)(user=owner, auto_handoff_at=50, auto_compacts=True)
+    long_document = f"{DOCUMENT}\n\n" + "The parser keeps its state between files. " * 450
+    session = await compacted_automatically(
+        owner,
+        await db_async(session_at)(owner, 4_995),
+        open_tab,
+        small_window,
+        document=long_document,
+        after=6_100,
+    )
+    [compaction] = await compactions_of(session)
+    assert compaction.data["fields"]["details"]["tokensAfter"] > 5_000
+
+    small_window.enqueue(Reply(chunks=["Answered without compacting."], input_tokens=8_200))
+    _, tab = await open_tab(owner, session)
+    await tab.send(message="and the docs too")
+    await tab.until("Answered without compacting.</p>")
+    await generation.wait_idle()
+    assert len(await compactions_of(session)) == 1
+    assert len(small_window.requests) == 3  # the document, and one request for each prompt
+    assert "/handoff</code> to continue in a fresh session" in await tab.until_idle()

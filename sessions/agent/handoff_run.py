@@ -166,9 +166,15 @@ class HandoffRun:
         """/compact: the document becomes the session's compaction, shown where it stands, and
         the agent's context starts again from it."""
         self._go_on("switch")
+        session = self.agent.session
         cost = usage.of_reply(reply).cost
+        in_a_row = (await database_sync_to_async(status.restart)(session)).automatic_in_a_row
         entry = await database_sync_to_async(compaction.compact)(
-            self.agent.session, document, before, None if cost is None else str(cost)
+            session,
+            document,
+            before,
+            None if cost is None else str(cost),
+            automatic_in_a_row=in_a_row + 1 if self.automatic else 0,
         )
         await self.agent.emit("message_end", role="", entry=entry)
         await self.agent.load()
@@ -341,7 +347,7 @@ async def switch(
     record = reply.data.get("handoff", {})
     model = model or (record.get("model") if isinstance(record.get("model"), str) else "")
     cost = usage.of_reply(reply).cost
-    in_a_row = await database_sync_to_async(status.automatic_in_a_row)(session.pk)
+    in_a_row = (await database_sync_to_async(status.restart)(session)).automatic_in_a_row
     data = {
         "warnings": handoff.check_structure(document).warnings(),
         "fitted": record.get("fitted", []),

@@ -26,10 +26,16 @@ def handoff_due(session: ChatSession, threshold_percent: int, text: str) -> bool
     if projected < threshold:
         return False
     # Just handed off (the seed alone): the prompt goes here first, never a second handoff in
-    # a row; and after AGENTWEB_MAX_AUTO_HANDOFFS of them, the status line suggests and waits.
+    # a row.
     if Entry.objects.filter(session_id=session.pk, kind=Entry.Kind.MESSAGE).count() < 2:
         return False
-    return status.automatic_in_a_row(session.pk) < settings.AGENTWEB_MAX_AUTO_HANDOFFS
+    # Once per crossing: a context that the last handoff or compaction left past the threshold
+    # has not crossed it since; and after AGENTWEB_MAX_AUTO_HANDOFFS automatic ones in a row.
+    # Either way the status line suggests /handoff, and waits.
+    last = status.restart(session)
+    if last.tokens is not None and last.tokens >= threshold:
+        return False
+    return last.automatic_in_a_row < settings.AGENTWEB_MAX_AUTO_HANDOFFS
 
 
 def _unhindered(
