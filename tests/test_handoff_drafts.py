@@ -6,14 +6,19 @@ session that moved on gets a new draft; a focus the draft did not have is writte
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import time
 from typing import Any
 
 import pytest
+from django.conf import settings
 
 from sessions import drafts, generation
 from sessions.models import ChatSession, Entry, HandoffDraft, Preferences
 
+from . import servers
 from .conftest import FAKE_MODEL, db_async, make_session
 from .fake_anthropic import Reply
 from .test_handoff import DOCUMENT, redirected_session
@@ -239,6 +244,54 @@ async def test_offline_the_draft_is_the_offline_document(owner, open_tab, drafti
     await generation.wait_idle()
     document = (await draft_of(old)).document
     assert document.startswith("## Goal") and "src/importer.py" in document
+
+
+CLAIMS = """
+import sys, time, django
+django.setup()
+from sessions import drafts
+from sessions.models import ChatSession
+writer, go, *ids = sys.argv[1:]
+for n, session in enumerate(ChatSession.objects.filter(pk__in=ids).order_by("pk")):
+    time.sleep(max(0.0, float(go) + n / 10 - time.time()))  # both processes at one moment
+    print(session.pk, drafts.claim(session, writer), flush=True)
+"""
+
+
+def test_two_processes_asking_at_one_moment_for_a_sessions_draft_one_gets_it(owner):
+    """Five sessions with no draft yet, and five with one written a few turns ago."""
+    sessions = [make_session(owner, exchanges=2).pk for _ in range(10)]
+    for pk in sessions[5:]:
+        HandoffDraft.objects.create(session_id=pk, leaf_id=1, document="## Goal\nAn old draft")
+    go = time.time() + 5  # after both have started Django
+    env = {
+        **os.environ,
+        "DATABASE_URL": servers.test_database_url(),
+        "DJANGO_SECRET_KEY": settings.SECRET_KEY,
+        "DJANGO_SETTINGS_MODULE": "agentweb.settings",
+    }
+    runs = {
+        writer: subprocess.Popen(
+            [sys.executable, "-c", CLAIMS, writer, str(go), *map(str, sessions)],
+            cwd=servers.ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for writer in ("process-a", "process-b")
+    }
+    got: dict[int, list[str]] = {pk: [] for pk in sessions}
+    for writer, run in runs.items():
+        out, err = run.communicate(timeout=120)
+        assert run.returncode == 0, err
+        for line in out.splitlines():
+            pk, claimed = line.split()
+            if claimed == "True":
+                got[int(pk)].append(writer)
+    assert all(len(writers) == 1 for writers in got.values()), got
+    for pk, [writer] in got.items():
+        assert HandoffDraft.objects.get(session_id=pk).writer == writer
 
 
 def test_one_writer_holds_a_sessions_draft_at_a_time(owner):
