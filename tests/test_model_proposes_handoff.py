@@ -88,6 +88,25 @@ async def test_a_reloaded_page_shows_the_proposal_and_answers_it(owner, fake_ant
     redirected_session(await reloaded.until("data-url="))
 
 
+async def test_a_reloaded_page_denies_the_proposal_and_the_model_reads_it(
+    owner, fake_anthropic, open_tab
+):
+    fake_anthropic.enqueue(Reply.tool("handoff", PROPOSAL), Reply.text("Staying here, then."))
+    old = await db_async(make_session)(owner, exchanges=2)
+    _, tab = await open_tab(owner, old)
+    await tab.send(message="Start over?")
+    await tab.until(ASKED)
+    await tab.close()
+    _, reloaded = await open_tab(owner, old)
+    html = await reloaded.until(ASKED)
+    await reloaded.send(action="answer", question=question_in(html), answer="deny")
+    await reloaded.until("Staying here, then.")
+    await generation.wait_idle()
+    result = fake_anthropic.requests[1]["json"]["messages"][-1]["content"][0]
+    assert result["content"] == "The user denied this call: it was not run."
+    assert await db_async(ChatSession.objects.count)() == 1
+
+
 async def test_with_the_preference_off_the_tool_is_not_offered(owner, fake_anthropic, open_tab):
     await db_async(Preferences.objects.create)(user=owner, propose_handoff=False)
     fake_anthropic.enqueue(Reply.text("Plain."))
