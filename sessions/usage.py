@@ -71,9 +71,8 @@ Sums = tuple[tuple[str, tuple[int, ...]], ...]  # each model's sums of the four 
 
 def _added(sums: Sums, rows: Sequence[tuple[Any, ...]]) -> Sums:
     by_model = dict(sums)
-    for model, role, *tokens, _ in rows:
-        if role != Entry.Role.ASSISTANT:  # read so that the tally knows how far it has read
-            continue
+    for model, _role, *tokens, _ in rows:  # a row of no tokens (a user's) adds nothing; a
+        # handoff's notes round is a custom entry that used some
         before = by_model.get(model, (0, 0, 0, 0))
         by_model[model] = tuple(a + (b or 0) for a, b in zip(before, tokens, strict=True))
     return tuple(by_model.items())
@@ -122,8 +121,23 @@ def of_owner_since(owner_id: int, days: int) -> Usage:
     since = timezone.now() - timedelta(days=days)
     replies = Entry.objects.filter(session__owner_id=owner_id, created_at__gte=since)
     total = Usage()
-    for model, role, *tokens, _ in _summed(replies):
-        if role == Entry.Role.ASSISTANT and (used := _priced(model, tokens)):
+    for model, _role, *tokens, _ in _summed(replies):
+        if used := _priced(model, tokens):
+            total += used
+    return total
+
+
+def last_entry_id(session_id: int) -> int:
+    """The session's latest entry (0: none yet): what `after` reads from."""
+    return Entry.objects.filter(session_id=session_id).aggregate(last=Max("id"))["last"] or 0
+
+
+def after(session_id: int, entry_id: int) -> Usage:
+    """What the session's entries after `entry_id` used: a handoff's rounds (its notes, its
+    document, a continuation, an amendment), on every model that wrote them."""
+    total = Usage()
+    for model, counts in _added((), SINCE.rows(session_id=session_id, after=entry_id)):
+        if used := _priced(model, list(counts)):
             total += used
     return total
 

@@ -9,13 +9,14 @@ from decimal import Decimal
 
 import pytest
 
-from sessions import generation, status
+from sessions import generation, status, usage
 from sessions.models import ChatSession, Entry, PendingPrompt, Preferences
 
 from .conftest import FAKE_MODEL, db_async, make_session
 from .fake_anthropic import Reply
 from .test_auto_handoff import DOCUMENT, session_at
 from .test_handoff import redirected_session
+from .test_window import NOTES, last_text, long_session, offer_fake_model
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
@@ -216,3 +217,32 @@ async def test_a_context_the_compaction_left_past_the_threshold_is_not_compacted
     assert len(await compactions_of(session)) == 1
     assert len(small_window.requests) == 3  # the document, and one request for each prompt
     assert "/handoff</code> to continue in a fresh session" in await tab.until_idle()
+
+
+async def test_what_a_handoff_cost_is_all_its_rounds_its_notes_and_its_document(
+    owner, fake_anthropic, open_tab, settings
+):
+    """A session of twice the window: the model first takes notes on its older part, a round
+    for each stretch, then writes the document; each round was paid for."""
+    offer_fake_model(settings, fake_anthropic, window_tokens=6_000)
+    settings.AGENTWEB_PRICES = {**settings.AGENTWEB_PRICES, FAKE_MODEL: {"input": 3, "output": 15}}
+
+    def model(body: dict) -> Reply:
+        if "<conversation>" in last_text(body):  # $0.003 + $0.0015 a round
+            return Reply(chunks=[NOTES], input_tokens=1_000, output_tokens=100)
+        return Reply(chunks=[DOCUMENT], input_tokens=2_000, output_tokens=300)  # $0.0105
+
+    fake_anthropic.responder = model
+    old = await db_async(long_session)(owner)
+    before = await db_async(usage.of_session)(old)
+    _, tab = await open_tab(owner, old)
+    await tab.send(message="/handoff")
+    new_id = redirected_session(await tab.until("data-url=", timeout=60))
+    await generation.wait_idle()
+    rounds = len(fake_anthropic.requests) - 1
+    assert rounds >= 2
+    seed = await db_async(lambda: Entry.objects.filter(session_id=new_id).first().data)()
+    assert Decimal(seed["cost"]) == Decimal("0.0105") + rounds * Decimal("0.0045")
+    spent = await db_async(usage.of_session)(await db_async(ChatSession.objects.get)(pk=old.pk))
+    assert spent.input - before.input == 2_000 + rounds * 1_000  # the session's usage too
+    assert spent.output - before.output == 300 + rounds * 100

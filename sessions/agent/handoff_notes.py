@@ -82,6 +82,11 @@ class Notes:
             data={"part": index + 1, "parts": len(chunks), "round": depth + 1},
             status=streamed.status,
             error=streamed.error,
+            model=self.streamer.provider.model,  # what the round used counts where replies do
+            input_tokens=reply.usage.input,
+            output_tokens=reply.usage.output,
+            cache_read_tokens=reply.usage.cache_read,
+            cache_write_tokens=reply.usage.cache_write,
         )
         entry = await asyncio.shield(save)
         await self.emit("message_end", role=ASSISTANT, entry=entry, purpose=NOTES)

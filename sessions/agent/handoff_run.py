@@ -14,6 +14,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
@@ -110,6 +111,7 @@ class HandoffRun:
         self.draft: HandoffDraft | None = None  # written ahead, at this leaf, for this focus
         self.behind: list[dict[str, Any]] | None = None  # the request updating an older draft
         self.writer: Provider = agent.provider  # what writes the document
+        self.after = 0  # the session's latest entry before the run: its rounds come after it
 
     def cancel(self) -> None:
         """Stop the run: what streams now is aborted, and no later step runs."""
@@ -133,6 +135,7 @@ class HandoffRun:
         session = self.agent.session
         branch = await database_sync_to_async(store.get_branch)(session)
         handoff.check_guard(store.count_messages(branch))
+        self.after = await database_sync_to_async(usage.last_entry_id)(session.pk)
         prompt_text, work = await request_of(session, branch, self.focus)
         await self._look_for_a_draft(branch)
         context_before = session.context_tokens
@@ -167,13 +170,12 @@ class HandoffRun:
         the agent's context starts again from it."""
         self._go_on("switch")
         session = self.agent.session
-        cost = usage.of_reply(reply).cost
         in_a_row = (await database_sync_to_async(status.restart)(session)).automatic_in_a_row
         entry = await database_sync_to_async(compaction.compact)(
             session,
             document,
             before,
-            None if cost is None else str(cost),
+            _cost_of(reply),
             automatic_in_a_row=in_a_row + 1 if self.automatic else 0,
         )
         await self.agent.emit("message_end", role="", entry=entry)
@@ -314,7 +316,8 @@ class HandoffRun:
             "added": min(len(dropped), handoff.MAX_CARRIED_OVER),
             "amended": amended,
         }
-        await database_sync_to_async(_record_coverage)(reply, record)
+        spent = await database_sync_to_async(usage.after)(session.pk, self.after)
+        await database_sync_to_async(_record)(reply, record, spent.cost)
         return reply, document
 
     async def _amend(self, document: str, dropped: list[Item]) -> tuple[Entry, str]:
@@ -346,7 +349,6 @@ async def switch(
     content = handoff.wrap(document, came_from=session)
     record = reply.data.get("handoff", {})
     model = model or (record.get("model") if isinstance(record.get("model"), str) else "")
-    cost = usage.of_reply(reply).cost
     in_a_row = (await database_sync_to_async(status.restart)(session)).automatic_in_a_row
     data = {
         "warnings": handoff.check_structure(document).warnings(),
@@ -354,7 +356,7 @@ async def switch(
         "coverage": record.get("coverage", {}),
         "context_tokens_before": record.get("context_before", session.context_tokens),
         "context_tokens_after": estimate_tokens(content),
-        "cost": None if cost is None else str(cost),  # the document's, in US dollars
+        "cost": _cost_of(reply),  # the handoff's rounds, in US dollars
         # automatic handoffs in a row up to this one, without the user's say (0: the user's)
         "automatic_in_a_row": in_a_row + 1 if record.get("automatic") else 0,
     }
@@ -391,10 +393,24 @@ def _handoff_instructions(session: ChatSession) -> str:
     return prefs.handoff_instructions if prefs else ""
 
 
-def _record_coverage(reply: Entry, record: dict[str, Any]) -> None:
-    """Keep the coverage before and after on the reply the document comes from."""
-    reply.data = {**reply.data, "handoff": {**reply.data.get("handoff", {}), "coverage": record}}
+def _record(reply: Entry, coverage: dict[str, Any], cost: Decimal | None) -> None:
+    """Keep the coverage before and after, and what the run's rounds cost (its notes, document,
+    continuation and amendment), on the reply the document comes from."""
+    record = {**reply.data.get("handoff", {}), "coverage": coverage}
+    if cost is not None:
+        record["cost"] = str(cost)
+    reply.data = {**reply.data, "handoff": record}
     Entry.objects.filter(pk=reply.pk).update(data=reply.data)
+
+
+def _cost_of(reply: Entry) -> str | None:
+    """What the handoff cost, in US dollars, as its run kept it on the reply (the reply's own
+    usage for one that does not say)."""
+    kept = reply.data.get("handoff", {}).get("cost")
+    if isinstance(kept, str):
+        return kept
+    cost = usage.of_reply(reply).cost
+    return None if cost is None else str(cost)
 
 
 async def _prepared(messages: list[dict[str, Any]], data: dict[str, Any]) -> Prepared:
