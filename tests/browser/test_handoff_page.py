@@ -101,3 +101,29 @@ def test_with_review_on_the_person_edits_the_document_then_switches(
     page.get_by_role("button", name="Switch to new session").click()
     page.wait_for_url(re.compile(rf"/sessions/(?!{conversation.pk}/)\d+/$"))
     expect(page.locator("#transcript .entry--handoff")).to_contain_text("Edited in the review box.")
+
+
+def test_compact_stays_on_the_page_with_a_divider_that_opens_to_the_summary(
+    signed_in, conversation, server_url
+):
+    page = signed_in
+    address = page.url
+    box = page.get_by_label("Message")
+    box.fill("/compact the parser only")
+    box.press("Enter")
+    divider = page.locator("#transcript details.marker--compaction")
+    expect(divider).to_contain_text(re.compile(r"Context compacted · \d+ → \d+ tokens"))
+    expect(page.locator("#notices")).to_contain_text("Compacted")
+    assert page.url == address and ChatSession.objects.count() == 1
+    summary = divider.locator(".markdown")
+    expect(summary).to_be_hidden()
+    divider.locator("summary").click()
+    expect(summary).to_contain_text("the parser only")  # the offline document's goal
+    # The entries above stay on the page; the chat goes on here.
+    expect(page.locator("#transcript")).to_contain_text("question 0")
+    box.fill("what next?")
+    box.press("Enter")
+    expect(page.locator("#transcript .entry--user").last).to_contain_text("what next?")
+    reply = page.locator("#transcript .entry--user:has-text('what next?') ~ .entry--assistant")
+    expect(reply.last).to_contain_text("offline model", timeout=20_000)
+    assert page.url == address
