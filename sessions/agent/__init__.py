@@ -1,6 +1,7 @@
 """The agent: the runtime around one session (session.py), the reply streamer (streamer.py),
 the tools and their loop (tool.py, tools.py, todo_write.py), and the handoff run
-(handoff_run.py, handoff_notes.py). Which provider a session's model runs on: provider.py."""
+(handoff_run.py, handoff_notes.py, handoff_switch.py). Which provider a session's model runs
+on: provider.py."""
 
 from ..handoff import NothingToHandOff
 from .events import AgentEvent

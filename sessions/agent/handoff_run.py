@@ -14,7 +14,6 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
@@ -37,8 +36,9 @@ from ..handoff import StructureReport
 from ..models import ChatSession, Entry, HandoffDraft, Preferences
 from ..providers import Provider, ProviderError
 from ..salience import Item
-from ..tokens import Usage, estimate_tokens
+from ..tokens import Usage
 from .handoff_notes import Notes
+from .handoff_switch import cost_of, record_on, switch
 from .provider import writer_of
 from .streamer import Prepared, Streamer
 
@@ -175,7 +175,7 @@ class HandoffRun:
             session,
             document,
             before,
-            _cost_of(reply),
+            cost_of(reply),
             automatic_in_a_row=in_a_row + 1 if self.automatic else 0,
         )
         await self.agent.emit("message_end", role="", entry=entry)
@@ -317,7 +317,7 @@ class HandoffRun:
             "amended": amended,
         }
         spent = await database_sync_to_async(usage.after)(session.pk, self.after)
-        await database_sync_to_async(_record)(reply, record, spent.cost)
+        await database_sync_to_async(record_on)(reply, record, spent.cost)
         return reply, document
 
     async def _amend(self, document: str, dropped: list[Item]) -> tuple[Entry, str]:
@@ -341,35 +341,6 @@ async def request_of(session: ChatSession, branch: list[Entry], focus: str) -> t
     return handoff.build_prompt(focus, todos.for_handoff(todo_list), own, work), work
 
 
-async def switch(
-    session: ChatSession, reply: Entry, document: str, generation_id: str = "", model: str = ""
-) -> ChatSession:
-    """Start the new session with the document (H9, H13), on `model` ("": as the handoff
-    chose), in one transaction (B6); a running generation's claim moves with it."""
-    content = handoff.wrap(document, came_from=session)
-    record = reply.data.get("handoff", {})
-    model = model or (record.get("model") if isinstance(record.get("model"), str) else "")
-    in_a_row = (await database_sync_to_async(status.restart)(session)).automatic_in_a_row
-    data = {
-        "warnings": handoff.check_structure(document).warnings(),
-        "fitted": record.get("fitted", []),
-        "coverage": record.get("coverage", {}),
-        "context_tokens_before": record.get("context_before", session.context_tokens),
-        "context_tokens_after": estimate_tokens(content),
-        "cost": _cost_of(reply),  # the handoff's rounds, in US dollars
-        # automatic handoffs in a row up to this one, without the user's say (0: the user's)
-        "automatic_in_a_row": in_a_row + 1 if record.get("automatic") else 0,
-    }
-    return await database_sync_to_async(handoff.new_session)(
-        session,
-        from_entry=reply,
-        content=content,
-        data=data,
-        generation_id=generation_id,
-        model=model,
-    )
-
-
 async def switch_failed(session: ChatSession, exc: Exception) -> HandoffFailed:
     """A switch that raised created nothing (B6): say why, and keep a record of it (B13)."""
     failed = HandoffFailed(str(exc) or type(exc).__name__)
@@ -391,26 +362,6 @@ def _handoff_instructions(session: ChatSession) -> str:
     """The owner's standing instructions for handoff documents ("" when none)."""
     prefs = Preferences.objects.filter(user_id=session.owner_id).first()
     return prefs.handoff_instructions if prefs else ""
-
-
-def _record(reply: Entry, coverage: dict[str, Any], cost: Decimal | None) -> None:
-    """Keep the coverage before and after, and what the run's rounds cost (its notes, document,
-    continuation and amendment), on the reply the document comes from."""
-    record = {**reply.data.get("handoff", {}), "coverage": coverage}
-    if cost is not None:
-        record["cost"] = str(cost)
-    reply.data = {**reply.data, "handoff": record}
-    Entry.objects.filter(pk=reply.pk).update(data=reply.data)
-
-
-def _cost_of(reply: Entry) -> str | None:
-    """What the handoff cost, in US dollars, as its run kept it on the reply (the reply's own
-    usage for one that does not say)."""
-    kept = reply.data.get("handoff", {}).get("cost")
-    if isinstance(kept, str):
-        return kept
-    cost = usage.of_reply(reply).cost
-    return None if cost is None else str(cost)
 
 
 async def _prepared(messages: list[dict[str, Any]], data: dict[str, Any]) -> Prepared:

@@ -21,7 +21,8 @@ from ..models import ChatSession, Entry, PendingPrompt, Preferences, PromptTempl
 from ..providers import Provider
 from .approvals import Approvals
 from .events import AgentEvent, Listener, ignore
-from .handoff_run import HandoffResult, HandoffRun, switch
+from .handoff_run import HandoffResult, HandoffRun
+from .handoff_switch import switch
 from .provider import provider_for
 from .streamer import Prepared, Streamer
 from .tools import Tool, ToolLoop, offered_tools
