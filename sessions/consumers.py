@@ -279,8 +279,10 @@ class SessionConsumer(LeanConsumer):
             event["seq"] == 1 and event["gen"] != self.gen
         )
         if not follows:
-            # Out of step: resync, unless a snapshot asked for a moment ago is on its way.
-            if time.monotonic() - self.awaiting_snapshot_since > SNAPSHOT_PATIENCE:
+            # Out of step: resync, unless a snapshot asked for a moment ago is on its way (the
+            # job's last event says it never will be: the job ended before it read the request).
+            waited = time.monotonic() - self.awaiting_snapshot_since
+            if waited > SNAPSHOT_PATIENCE or event.get("last"):
                 await self.resync()
             return
         self.gen, self.seq = event["gen"], event["seq"]

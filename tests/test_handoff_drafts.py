@@ -368,3 +368,36 @@ async def test_what_drafts_cost_counts_in_the_sessions_usage_once_used_or_not(
     assert "This session: 16,900 in · 420 out" in status  # the same total: counted once
     assert "(handoff drafts not used: 6,000 in · 200 out" in status
     assert new_id != old.pk
+
+
+@pytest.mark.asyncio
+async def test_the_automatic_handoff_switches_with_a_ready_draft_without_a_model_call(
+    owner, fake_anthropic, open_tab, drafting
+):
+    """The owner hands off automatically at 30 % of the window (6,000 tokens)."""
+    await db_async(Preferences.objects.filter(user=owner).update)(auto_handoff_at=30)
+    document = DOCUMENT.replace("Goal details.", "Ship the importer (drafted).")
+    fake_anthropic.enqueue(
+        long_reply("Sure."),
+        Reply(chunks=[document], input_tokens=6_100, output_tokens=240),
+        Reply.text("Answered in the new session."),
+    )
+    old = await db_async(make_session)(owner, exchanges=2)
+    _, tab = await open_tab(owner, old)
+    await tab.send(message="go on")
+    await tab.until("Sure.</p>")
+    await generation.wait_idle()
+    await tab.until("Handoff ready")
+
+    started = time.monotonic()
+    await tab.send(message="now the tests for the importer, please " * 120)  # past 6,000
+    new_id = redirected_session(await tab.until("data-url="))
+    assert time.monotonic() - started < 1.0
+    # The page goes there at once, while the prompt is answered: it shows the answer.
+    _, new_tab = await open_tab(owner, await db_async(ChatSession.objects.get)(pk=new_id))
+    await new_tab.until("Answered in the new session.</p>")
+    await generation.wait_idle()
+    assert len(fake_anthropic.requests) == 3  # the reply, the draft, the prompt: no document
+    sent = fake_anthropic.requests[2]["json"]["messages"]
+    assert "Ship the importer (drafted)." in sent[0]["content"][0]["text"]  # the seed
+    assert sent[-1]["content"][-1]["text"].startswith("now the tests for the importer")

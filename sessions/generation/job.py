@@ -169,7 +169,7 @@ class Job:
                 )
             except ChatSession.DoesNotExist:
                 return  # gone, and its claim with it
-        await self.relay.show_status(closing)
+        await self.relay.show_status(closing, last=True)
 
     async def run_handoff(
         self, focus: str, model: str = "", *, automatic: bool = False, in_place: bool = False

@@ -108,10 +108,12 @@ class Relay:
         *,
         notice: Event | None = None,
         ahead: bool = False,
+        last: bool = False,
     ) -> None:
         """The status line, as given or as read now; and `notice`, when given, in the same
         message (a turn's start ends the notice shown: one message to every tab, not two).
-        `ahead`: sent first in the next message, as `publish_ahead`."""
+        `ahead`: sent first in the next message, as `publish_ahead`; `last`: the job's last
+        event (a tab waiting for a snapshot the job will never send reads the database)."""
         if shown is None:
             shown = StatusShown(*await short(status.read_by_id)(self.session_id()))
         self.status = self.render(shown)
@@ -122,7 +124,7 @@ class Relay:
             self.ahead.append((0, html))
             return
         async with self.holding():
-            await self._send(html)
+            await self._send(html, last=last)
 
     async def notify(self, event: Event, *, to_session: int = 0) -> None:
         """A notice (or a review, or a switch) that a tab arriving later still sees."""
@@ -214,10 +216,14 @@ class Relay:
             "html": self.render(live) + self.status + self.notice,
         }
 
-    async def _send(self, html: str, *, entry_id: int = 0, to_session: int = 0) -> None:
+    async def _send(
+        self, html: str, *, entry_id: int = 0, to_session: int = 0, last: bool = False
+    ) -> None:
         """The next event in sequence, after what was published ahead of it (`ahead`: each part's
         entry id and html, in order); only ever called holding `publishing`."""
         group, message = self._next(html, entry_id, to_session)
+        if last:
+            message["last"] = True
         if self.send_now is not None:
             self.send_now(group, message)
         else:
