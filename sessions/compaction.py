@@ -28,7 +28,7 @@ def compact(
     automatic_in_a_row: int = 0,
 ) -> Entry:
     """Append the compaction of `session` to `document`: its context is the document from now
-    on. `before`: the context's tokens it replaced; `cost`: the document's, in US dollars;
+    on. `before`: the context's tokens it replaced; `cost`: all its rounds', in US dollars;
     `automatic_in_a_row`: the automatic handoffs and compactions in a row up to this one,
     without the user's say (0: the user asked for it)."""
     after = estimate_tokens(f"{COMPACTION_PREFIX}{document}{COMPACTION_SUFFIX}")
