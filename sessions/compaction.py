@@ -53,17 +53,17 @@ def compact(
 def figures(entry: Entry) -> str:
     """A compaction's context before and after, and its document's cost: "186k → 9k tokens,
     $0.41" ("" for one that does not say: an imported one tells only what it replaced)."""
-    return figures_of(entry.data)
+    fields = shapes.part(entry.data, "fields")
+    return figures_of(fields.get("tokensBefore"), fields.get("details"))
 
 
-def figures_of(data: object) -> str:
-    """`figures` of a compaction entry's data, as a query of its `data` column gives it."""
-    fields = shapes.part(data, "fields")
-    details = shapes.part(fields, "details")
+def figures_of(before: object, details: object) -> str:
+    """`figures` from a compaction's `tokensBefore` and `details`, as a query reads them."""
+    said = shapes.part(details)
     return status.handoff_figures(
         {
-            "context_tokens_before": fields.get("tokensBefore"),
-            "context_tokens_after": details.get("tokensAfter"),
-            "cost": details.get("cost"),
+            "context_tokens_before": before,
+            "context_tokens_after": said.get("tokensAfter"),
+            "cost": said.get("cost"),
         }
     )

@@ -87,14 +87,12 @@ def _with_figures(rows: list[MapRow]) -> list[MapRow]:
     compactions = Entry.objects.filter(
         session_id__in=[row.session.pk for row in rows], kind=Entry.Kind.COMPACTION
     ).order_by("pk")
-    compacted: dict[int, list[object]] = {}  # their figures only, not their summaries
+    compacted: dict[int, list[tuple[object, object]]] = {}  # figures only, not summaries
     figures = compactions.values_list(
         "session_id", "data__fields__tokensBefore", "data__fields__details"
     )
     for session_id, before, details in figures:
-        compacted.setdefault(session_id, []).append(
-            {"fields": {"tokensBefore": before, "details": details}}
-        )
+        compacted.setdefault(session_id, []).append((before, details))
     return [
         replace(
             row,
@@ -106,11 +104,11 @@ def _with_figures(rows: list[MapRow]) -> list[MapRow]:
     ]
 
 
-def _compacted(each: list[object]) -> str:
+def _compacted(each: list[tuple[object, object]]) -> str:
     """ "compacted (186k → 9k tokens, $0.41)", "compacted 3×, last (…)", or "" for none."""
     if not each:
         return ""
-    latest = compaction.figures_of(each[-1])
+    latest = compaction.figures_of(*each[-1])
     said = "compacted" if len(each) == 1 else f"compacted {len(each)}×, last"
     return f"{said} ({latest})" if latest else said.removesuffix(", last")
 

@@ -6,7 +6,7 @@ priced apart from plain input, as the API reports them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -59,20 +59,16 @@ def of_session(session: ChatSession) -> Usage:
     summing a long session anew each time read every reply it has (4 ms at 10,000 entries on
     SQLite, 8 on PostgreSQL); the process keeps the sums and adds the replies written since
     (`sessions.tallies`: a reply's tokens never change)."""
-    total = Usage()
-    for model, counts in SUMMED.of(session):
-        if used := _priced(model, list(counts)):
-            total += used
-    return total
+    return _total(SUMMED.of(session))
 
 
 Sums = tuple[tuple[str, tuple[int, ...]], ...]  # each model's sums of the four token counts
 
 
-def _added(sums: Sums, rows: Sequence[tuple[Any, ...]]) -> Sums:
+def _added(sums: Sums, rows: Iterable[tuple[Any, ...]]) -> Sums:
     by_model = dict(sums)
-    for model, _role, *tokens, _ in rows:  # a row of no tokens (a user's) adds nothing; a
-        # handoff's notes round is a custom entry that used some
+    for model, *tokens, _ in rows:  # a row of no tokens (a user's) adds nothing; a handoff's
+        # notes round is a custom entry that used some
         before = by_model.get(model, (0, 0, 0, 0))
         by_model[model] = tuple(a + (b or 0) for a, b in zip(before, tokens, strict=True))
     return tuple(by_model.items())
@@ -86,22 +82,26 @@ _SUMMED_TOKENS = {
 }
 
 
-def _priced(model: str, tokens: list[int | None]) -> Usage | None:
-    """A group's sums, priced; None when it used no tokens."""
-    used = priced(model, *(count or 0 for count in tokens))
-    return used if used.tokens else None
+def _total(sums: Sums) -> Usage:
+    """Each model's sums, priced, added up (a model that used no tokens adds nothing)."""
+    total = Usage()
+    for model, counts in sums:
+        used = priced(model, *(count or 0 for count in counts))
+        if used.tokens:
+            total += used
+    return total
 
 
 def _summed(entries: QuerySet[Entry, Any], *by: str) -> QuerySet[Entry, Any]:
-    """`entries`' tokens summed by (`by` and) model and role, with the last entry of each."""
+    """`entries`' tokens summed by (`by` and) model, with the last entry of each."""
     return (
-        entries.values(*by, "model", "role")
+        entries.values(*by, "model")
         .annotate(**_SUMMED_TOKENS, last=Max("id"))
-        .values_list(*by, "model", "role", "i", "o", "r", "w", "last")
+        .values_list(*by, "model", "i", "o", "r", "w", "last")
     )
 
 
-SINCE: Statement[Entry] = Statement(  # a session's entries after one, summed by model, role
+SINCE: Statement[Entry] = Statement(  # a session's entries after one, summed by model
     lambda session_id, after: _summed(Entry.objects.filter(session_id=session_id, pk__gt=after)),
     session_id=int,
     after=int,
@@ -120,11 +120,7 @@ def of_owner_since(owner_id: int, days: int) -> Usage:
     ones included: they were paid for)."""
     since = timezone.now() - timedelta(days=days)
     replies = Entry.objects.filter(session__owner_id=owner_id, created_at__gte=since)
-    total = Usage()
-    for model, _role, *tokens, _ in _summed(replies):
-        if used := _priced(model, tokens):
-            total += used
-    return total
+    return _total(_added((), _summed(replies)))
 
 
 def last_entry_id(session_id: int) -> int:
@@ -135,11 +131,7 @@ def last_entry_id(session_id: int) -> int:
 def after(session_id: int, entry_id: int) -> Usage:
     """What the session's entries after `entry_id` used: a handoff's rounds (its notes, its
     document, a continuation, an amendment), on every model that wrote them."""
-    total = Usage()
-    for model, counts in _added((), SINCE.rows(session_id=session_id, after=entry_id)):
-        if used := _priced(model, list(counts)):
-            total += used
-    return total
+    return _total(_added((), SINCE.rows(session_id=session_id, after=entry_id)))
 
 
 def dollars(cost: Decimal | None) -> str:
