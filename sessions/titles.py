@@ -19,6 +19,8 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db.models import BooleanField, Exists, OuterRef, QuerySet
 
+from foundation.database import NOT_ANSWERING
+
 from . import store
 from .content import text_of, title_from
 from .models import ChatSession, Entry, Preferences
@@ -143,15 +145,17 @@ def write_soon(session_id: int, show: Show) -> None:
 
 
 async def _write(session_id: int, show: Show) -> None:
-    start = await database_sync_to_async(wanted)(session_id)
-    if start is None:
-        return
+    """A title is worth a try, never an error: a model or a database that does not answer
+    leaves the session its first words (a later reply does not try again)."""
     try:
+        start = await database_sync_to_async(wanted)(session_id)
+        if start is None:
+            return
         title = await write(start, title_provider())
-    except (ProviderError, TimeoutError) as error:
+        renamed = await database_sync_to_async(save)(start, title)
+    except (ProviderError, TimeoutError, *NOT_ANSWERING) as error:
         log.info("no title for session %s: %s", session_id, error)
         return
-    renamed = await database_sync_to_async(save)(start, title)
     if renamed is not None:
         await show(renamed)
 

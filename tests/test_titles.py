@@ -188,6 +188,46 @@ async def test_a_failed_title_call_leaves_the_cut_title_and_says_nothing(
     assert "notice--error" not in "".join(tab.received)
 
 
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_title_whose_save_meets_a_database_that_does_not_answer_is_given_up_quietly(
+    owner, fake_anthropic, open_tab, title_model, caplog
+):
+    from contextlib import ExitStack
+
+    from django.db import OperationalError, connection
+
+    def away(execute, sql, params, many, context):
+        if sql.startswith(f'UPDATE "{ChatSession._meta.db_table}"') and '"title"' in sql:
+            raise OperationalError("server closed the connection unexpectedly")
+        return execute(sql, params, many, context)
+
+    session, tab = await first_exchange(
+        owner,
+        fake_anthropic,
+        open_tab,
+        Reply.held(["TOML"], [" in Python"]),
+        Reply.text("Still here."),
+    )
+    assert await asyncio.to_thread(fake_anthropic.wait_for_hold)  # the title call is held
+    outage = ExitStack()  # on the one database thread, where the title is saved
+    await db_async(lambda: outage.enter_context(connection.execute_wrapper(away)))()
+    try:
+        with caplog.at_level("INFO", logger="sessions.titles"):
+            fake_anthropic.release()
+            await generation.wait_idle()
+    finally:
+        await db_async(outage.close)()
+    assert (
+        f"no title for session {session.pk}: server closed the connection unexpectedly"
+        in caplog.messages
+    )
+    assert await db_async(title_of)(session) == CUT
+    await tab.send(message="Are you there?")
+    await tab.until("Still here.</p>")
+    assert "notice--error" not in "".join(tab.received)
+
+
 def test_a_model_answer_becomes_a_clean_title():
     assert titles.clean('"Reading TOML with tomllib."') == "Reading TOML with tomllib"
     assert titles.clean("Title: **Async cancel in Django**\nMore text") == (
