@@ -16,6 +16,8 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 
+from foundation.database import NOT_ANSWERING
+
 from .. import context, drafts, store, window
 from ..context import LLMMessage
 from ..models import ChatSession, Entry
@@ -66,17 +68,22 @@ def _claimed(session_id: int, writer: str) -> ChatSession | None:
 
 
 async def _write(session_id: int, ready: Ready) -> None:
+    """A draft is worth a try, never an error: when the model or the database does not answer,
+    the next /handoff writes its document as it goes (a lease not released here expires)."""
     writer = uuid.uuid4().hex
-    session = await database_sync_to_async(_claimed)(session_id, writer)
-    if session is None:
-        return
     try:
-        if await _unless_moved_on(_written(session, writer), session):
-            await ready(session_id)
-    except ProviderError as error:  # the next /handoff writes its document as it goes
+        session = await database_sync_to_async(_claimed)(session_id, writer)
+        if session is None:
+            return
+        try:
+            if await _unless_moved_on(_written(session, writer), session):
+                await ready(session_id)
+        finally:
+            await asyncio.shield(database_sync_to_async(drafts.release)(session_id, writer))
+    except ProviderError as error:
         log.info("session %s: no handoff draft: %s", session_id, error.reason)
-    finally:
-        await asyncio.shield(database_sync_to_async(drafts.release)(session_id, writer))
+    except NOT_ANSWERING as error:
+        log.info("session %s: no handoff draft: the database did not answer: %s", session_id, error)
 
 
 WATCH_EVERY = 0.5  # seconds between two looks at whether the session moved on elsewhere
