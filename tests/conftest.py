@@ -60,6 +60,49 @@ def pytest_configure(config: pytest.Config) -> None:
         pool["max_size"] = max(pool.get("max_size", 0), 40)
 
 
+# Settings the tests change most, as the run began: after each test they must be so again.
+WATCHED_SETTINGS = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "AGENTWEB_MODELS",
+    "AGENTWEB_CLAUDE_MODELS",
+    "AGENTWEB_HANDOFF_DRAFTS",
+    "STORAGES",
+)
+_settings_at_start: dict[str, Any] = {}
+_leak_reported: list[str] = []
+
+
+def _watched_settings() -> dict[str, Any]:
+    from django.conf import settings
+
+    return {name: getattr(settings, name, None) for name in WATCHED_SETTINGS}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """A test whose changes to the settings outlive it (the `settings` fixture undoes them at
+    teardown) fails there, named, once: every later test would otherwise fail for it."""
+    result = yield
+    if not _settings_at_start:
+        return result
+    left = {
+        name: value
+        for name, value in _watched_settings().items()
+        if value != _settings_at_start[name]
+    }
+    if left and not _leak_reported:
+        _leak_reported.append(item.nodeid)
+        raise AssertionError(f"{item.nodeid} left settings changed: {sorted(left)}")
+    return result
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if not _settings_at_start:
+        _settings_at_start.update(_watched_settings())
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Browser tests last: Playwright's sync API holds an event loop async tests must not meet."""
     items.sort(key=lambda item: "/browser/" in str(item.path))
