@@ -616,13 +616,30 @@ async def test_the_tools_page_lists_each_server_its_state_and_its_tools(
     assert "Tools need Claude: the offline model does not call them" in page
 
 
+def gone(pid: int, seconds: float) -> bool:
+    """Whether process `pid` ends (or is only a zombie left to reap) within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)
 async def test_a_server_that_hangs_at_its_start_holds_neither_the_page_nor_the_next_turns(
     owner, async_client, settings, tmp_path
 ):
-    starts = tmp_path / "starts"
-    hang = f"open({str(starts)!r}, 'a').write('start\\n'); import time; time.sleep(60)"
+    starts, pid = tmp_path / "starts", tmp_path / "pid"
+    hang = (
+        f"import os, time; open({str(starts)!r}, 'a').write('start\\n'); "
+        f"open({str(pid)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    )
     settings.AGENTWEB_MCP_SERVERS = servers_file(
         tmp_path, stuck={"command": sys.executable, "args": ["-c", hang]}
     )
@@ -640,8 +657,11 @@ async def test_a_server_that_hangs_at_its_start_holds_neither_the_page_nor_the_n
         assert await hub.hub().tools() == []  # the next turn does not wait for it again
         assert time.monotonic() - started < 0.5
         assert starts.read_text() == "start\n"  # started once, not at every turn
+        assert await asyncio.to_thread(gone, int(pid.read_text()), 5)  # stopped, not left
+        started = time.monotonic()
     finally:
         await hub.close()
+    assert time.monotonic() - started < 1  # nothing of it left to wait for
 
 
 @pytest.mark.django_db

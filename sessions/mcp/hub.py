@@ -99,7 +99,7 @@ class Server:
                     await asyncio.shield(self.ready)
             except TimeoutError:
                 self.fail(f"it did not answer within {settings.AGENTWEB_MCP_CONNECT_SECONDS:g} s")
-                self.closing.set()
+                self.holder.cancel()  # still at its start: its process is stopped now
             except Exception:  # the holder said why, in `self.error`
                 pass
             if self.state != CONNECTED:  # it failed to start: not again for a while
@@ -125,7 +125,9 @@ class Server:
                     listener.cancel()
                     await asyncio.gather(listener, return_exceptions=True)
         except BaseException as error:  # noqa: BLE001 - every fault is a state, never a crash
-            self.fail(describe(error, self.stderr_tail()))
+            timed_out = isinstance(error, asyncio.CancelledError) and self.state == FAILED
+            if not timed_out:  # (a start that timed out, then stopped, said so already)
+                self.fail(describe(error, self.stderr_tail()))
             if not ready.done():
                 ready.set_exception(ToolFailed(self.error))
                 ready.exception()  # retrieved: the waiter reads `self.error`
