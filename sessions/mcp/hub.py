@@ -99,7 +99,8 @@ class Server:
                     await asyncio.shield(self.ready)
             except TimeoutError:
                 self.fail(f"it did not answer within {settings.AGENTWEB_MCP_CONNECT_SECONDS:g} s")
-                self.holder.cancel()  # still at its start: its process is stopped now
+                if self.holder is not None:  # still at its start: its process is stopped now
+                    self.holder.cancel()
             except Exception:  # the holder said why, in `self.error`
                 pass
             if self.state != CONNECTED:  # it failed to start: not again for a while
