@@ -316,6 +316,26 @@ async def open_tab() -> AsyncIterator[Callable[..., Any]]:
 db_async = database_sync_to_async
 
 
+@contextlib.asynccontextmanager
+async def database_away(refused: Callable[[str], bool]) -> AsyncIterator[None]:
+    """On the one database thread (where `database_sync_to_async` runs the app's calls), the
+    statements `refused` picks fail as a database that does not answer, through Django's
+    `connection.execute_wrapper`."""
+    from django.db import OperationalError, connection
+
+    def away(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if refused(sql):
+            raise OperationalError("server closed the connection unexpectedly")
+        return execute(sql, params, many, context)
+
+    outage = contextlib.ExitStack()
+    await db_async(lambda: outage.enter_context(connection.execute_wrapper(away)))()
+    try:
+        yield
+    finally:
+        await db_async(outage.close)()
+
+
 # --- several processes: one Redis, a tab's WebSocket to a daphne -------------------------------
 @pytest.fixture(scope="module")
 def redis() -> Iterator[RedisServer]:

@@ -19,7 +19,7 @@ from sessions import drafts, generation
 from sessions.models import ChatSession, Entry, HandoffDraft, Preferences
 
 from . import servers
-from .conftest import FAKE_MODEL, db_async, make_session
+from .conftest import FAKE_MODEL, database_away, db_async, make_session
 from .fake_anthropic import Reply
 from .test_handoff import DOCUMENT, redirected_session
 
@@ -118,30 +118,20 @@ async def test_a_draft_begins_as_the_sessions_last_request_did_so_the_prompt_cac
 async def test_a_draft_the_database_cannot_keep_is_given_up_and_the_handoff_writes_its_own(
     owner, fake_anthropic, open_tab, drafting, caplog
 ):
-    from contextlib import ExitStack
-
-    from django.db import OperationalError, connection
-
-    def away(execute, sql, params, many, context):
-        keeping = '"document"' in sql.split(" WHERE ")[0]  # sets the document: not the claim
-        if sql.startswith(f'UPDATE "{HandoffDraft._meta.db_table}"') and keeping:
-            raise OperationalError("server closed the connection unexpectedly")
-        return execute(sql, params, many, context)
+    def keeping_the_draft(sql: str) -> bool:  # sets the document: not the claim
+        table = f'UPDATE "{HandoffDraft._meta.db_table}"'
+        return sql.startswith(table) and '"document"' in sql.split(" WHERE ")[0]
 
     drafted = DOCUMENT.replace("Goal details.", "Ship the importer (drafted).")
     written = DOCUMENT.replace("Goal details.", "Ship the importer (written at /handoff).")
     fake_anthropic.enqueue(long_reply("Sure."), Reply.text(drafted), Reply.text(written))
     old = await db_async(make_session)(owner, exchanges=2)
     _, tab = await open_tab(owner, old)
-    outage = ExitStack()  # on the one database thread, where the draft is kept
-    await db_async(lambda: outage.enter_context(connection.execute_wrapper(away)))()
-    try:
+    async with database_away(keeping_the_draft):
         with caplog.at_level("INFO", logger="sessions"):
             await tab.send(message="go on")
             await tab.until("Sure.</p>")
             await generation.wait_idle()
-    finally:
-        await db_async(outage.close)()
     assert asked_for_a_document(fake_anthropic.requests[1])
     assert (
         f"session {old.pk}: no handoff draft: the database did not answer: "

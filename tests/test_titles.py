@@ -12,7 +12,7 @@ from django.urls import reverse
 from sessions import generation, titles
 from sessions.models import ChatSession, Preferences
 
-from .conftest import db_async, make_session
+from .conftest import database_away, db_async, make_session
 from .fake_anthropic import Reply
 
 QUESTION = (
@@ -193,15 +193,6 @@ async def test_a_failed_title_call_leaves_the_cut_title_and_says_nothing(
 async def test_a_title_whose_save_meets_a_database_that_does_not_answer_is_given_up_quietly(
     owner, fake_anthropic, open_tab, title_model, caplog
 ):
-    from contextlib import ExitStack
-
-    from django.db import OperationalError, connection
-
-    def away(execute, sql, params, many, context):
-        if sql.startswith(f'UPDATE "{ChatSession._meta.db_table}"') and '"title"' in sql:
-            raise OperationalError("server closed the connection unexpectedly")
-        return execute(sql, params, many, context)
-
     session, tab = await first_exchange(
         owner,
         fake_anthropic,
@@ -210,14 +201,11 @@ async def test_a_title_whose_save_meets_a_database_that_does_not_answer_is_given
         Reply.text("Still here."),
     )
     assert await asyncio.to_thread(fake_anthropic.wait_for_hold)  # the title call is held
-    outage = ExitStack()  # on the one database thread, where the title is saved
-    await db_async(lambda: outage.enter_context(connection.execute_wrapper(away)))()
-    try:
+    saving_the_title = f'UPDATE "{ChatSession._meta.db_table}"'
+    async with database_away(lambda sql: sql.startswith(saving_the_title) and '"title"' in sql):
         with caplog.at_level("INFO", logger="sessions.titles"):
             fake_anthropic.release()
             await generation.wait_idle()
-    finally:
-        await db_async(outage.close)()
     assert (
         f"no title for session {session.pk}: server closed the connection unexpectedly"
         in caplog.messages
