@@ -108,6 +108,34 @@ async def test_a_claim_that_runs_out_while_a_tab_is_open_shows_its_reply_without
 
 
 @pytest.mark.asyncio
+async def test_a_claim_watched_through_a_database_outage_is_taken_over_once_it_answers(
+    owner, open_tab, caplog
+):
+    from contextlib import ExitStack
+
+    from django.db import OperationalError, connection
+
+    def away(execute, sql, params, many, context):
+        if '"generation_lease_until" FROM' in sql:  # the watch's look at the claim
+            raise OperationalError("server closed the connection unexpectedly")
+        return execute(sql, params, many, context)
+
+    session = await db_async(left_streaming)(owner, lease_left=1.0)
+    _, tab = await open_tab(owner, session)
+    await tab.until('id="status"')  # the claim is watched from here: alive for 1 s
+    outage = ExitStack()  # on the one database thread, where the watch reads the claim
+    await db_async(lambda: outage.enter_context(connection.execute_wrapper(away)))()
+    try:
+        with caplog.at_level("WARNING", logger="foundation.database"):
+            await asyncio.sleep(2.5)  # the lease runs out while the database is away
+    finally:
+        await db_async(outage.close)()
+    assert any("the database did not answer" in line for line in caplog.messages)
+    shown = await tab.until("Half of the answer", timeout=8)
+    assert "A reply was interrupted: the server stopped while it was being generated." in shown
+
+
+@pytest.mark.asyncio
 async def test_a_prompt_queued_behind_a_dead_processs_claim_is_sent_when_its_lease_runs_out(
     owner, fake_anthropic, open_tab
 ):

@@ -263,7 +263,9 @@ def watch(session_id: int, render: Render, holder: str = "") -> None:
 
 
 async def _watch(session_id: int, render: Render) -> None:
-    while claim := await database_sync_to_async(claim_of)(session_id):
+    """Through an outage too: a claim read that the database does not answer is tried again."""
+    read = database_sync_to_async(claim_of)
+    while claim := await until_it_answers(lambda: read(session_id)):
         generation_id, seconds_left = claim
         if generation_id in RUNNING:
             return  # this process runs it, and keeps it alive
