@@ -94,7 +94,58 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if left and not _leak_reported:
         _leak_reported.append(item.nodeid)
         raise AssertionError(f"{item.nodeid} left settings changed: {sorted(left)}")
+    uses_db = "django_db" in item.keywords or {"db", "transactional_db"} & set(
+        getattr(item, "fixturenames", ())
+    )
+    kept = rows_left_behind() if uses_db and not _rows_reported else ""
+    if kept:
+        _rows_reported.append(item.nodeid)
+        raise AssertionError(f"{item.nodeid} left rows in the database after its teardown:\n{kept}")
     return result
+
+
+_rows_reported: list[str] = []
+
+
+def rows_left_behind() -> str:
+    """On PostgreSQL, what a test left in the database after its teardown (nothing, when its
+    transaction was rolled back or its tables flushed), read on a connection of its own, with
+    the server's other connections to the test database and the pool's counts: the state that
+    made later tests fail in a row, so that its first occurrence names its test."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql" or connection.settings_dict["NAME"] is None:
+        return ""
+    with psycopg.connect(**direct_params(connection), autocommit=True) as direct:
+        users, sessions = direct.execute(
+            "SELECT (SELECT count(*) FROM auth_user), "
+            f"(SELECT count(*) FROM {ChatSession._meta.db_table})"
+        ).fetchone() or (0, 0)
+        if not (users or sessions):
+            return ""
+        others = direct.execute(
+            "SELECT pid, application_name, state, wait_event_type, wait_event, "
+            "now() - xact_start, left(query, 160) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchall()
+    import threading
+
+    return "\n".join(
+        [
+            f"users {users}, sessions {sessions}",
+            f"pool: {connection.pool.get_stats() if connection.pool else None}",
+            f"threads: {sorted(thread.name for thread in threading.enumerate())}",
+            *(repr(row) for row in others),
+        ]
+    )
+
+
+def direct_params(connection: Any) -> dict[str, Any]:
+    """Django's connection parameters for a psycopg connection of the test's own."""
+    params = dict(connection.get_connection_params())
+    for name in ("cursor_factory", "context", "pool"):
+        params.pop(name, None)
+    return params
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -129,9 +180,7 @@ def ended_everywhere(connection: Any) -> None:
     four at the end of a run, idle: threads of the async tests' ended event loops kept them)
     ended by the server, so that the database can be dropped."""
     connection.close_pool()
-    params = connection.get_connection_params()
-    for name in ("cursor_factory", "context", "pool"):
-        params.pop(name, None)
+    params = direct_params(connection)
     test_database = params.pop("dbname")
     with psycopg.connect(**params, dbname="postgres", autocommit=True) as server:
         server.execute(
