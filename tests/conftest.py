@@ -97,7 +97,8 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     uses_db = "django_db" in item.keywords or {"db", "transactional_db"} & set(
         getattr(item, "fixturenames", ())
     )
-    kept = rows_left_behind() if uses_db and not _rows_reported else ""
+    # (After the last test, the test database is gone: nothing to read.)
+    kept = rows_left_behind() if uses_db and nextitem and not _rows_reported else ""
     if kept:
         _rows_reported.append(item.nodeid)
         raise AssertionError(f"{item.nodeid} left rows in the database after its teardown:\n{kept}")
