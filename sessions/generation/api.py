@@ -41,6 +41,7 @@ USED = "That handoff document can no longer be used: it already started a sessio
 LEASE_MARGIN = 0.2  # seconds past a lease's end before its claim counts as left
 WATCHING: dict[int, asyncio.Task[None]] = {}  # the watched claims of this process, by session
 TAKING_BACK: set[asyncio.Future[None]] = set()  # claims of jobs that died, being taken back
+AFTER_RELEASE: set[asyncio.Future[None]] = set()  # queues read again as their jobs end
 
 
 async def start(
@@ -243,7 +244,8 @@ async def wait_idle(timeout: float = 30) -> None:
     async with asyncio.timeout(timeout):
         while True:
             await asyncio.sleep(0)  # what a job's end begins (its draft) begins first
-            running = [*RUNNING.values(), *titles.being_written(), *drafting.being_written()]
+            running = [*RUNNING.values(), *AFTER_RELEASE, *titles.being_written()]
+            running += drafting.being_written()
             if not running:
                 return
             await asyncio.gather(*running, return_exceptions=True)
@@ -284,7 +286,7 @@ async def stop_all(timeout: float = 10) -> None:
     """Cancel this process's jobs and the titles they write, and wait for them to end: each
     keeps what it streamed, and gives up its claim (a server stopping; a test's teardown, so
     that nothing it left running reaches the next)."""
-    running = [*RUNNING.values(), *WATCHING.values(), *titles.being_written()]
+    running = [*RUNNING.values(), *WATCHING.values(), *AFTER_RELEASE, *titles.being_written()]
     running += drafting.being_written()
     for task in running:
         task.cancel()
@@ -313,13 +315,34 @@ def _ended(job: Job, task: asyncio.Task[None]) -> None:
     ran out: the reply kept as interrupted, and the prompts queued behind it sent."""
     RUNNING.pop(job.generation_id, None)
     if task.cancelled() or task.exception() is None:
-        if not job.lost:  # while the session is idle: ready for /handoff, its tabs told
-            drafting.write_soon(job.session_id, functools.partial(_status_shown, job.relay.render))
+        if job.closing_status is not None:  # released on the condition that nothing waited
+            after = asyncio.ensure_future(_after_release(job.session_id, job.relay.render))
+            AFTER_RELEASE.add(after)
+            after.add_done_callback(AFTER_RELEASE.discard)
+        elif not job.lost:
+            _idle(job.session_id, job.relay.render)
         return
     log.error("generation %s died", job.generation_id, exc_info=task.exception())
     taking = asyncio.ensure_future(_take_back(job.session_id, job.generation_id, job.relay.render))
     TAKING_BACK.add(taking)
     taking.add_done_callback(TAKING_BACK.discard)
+
+
+def _idle(session_id: int, render: Render) -> None:
+    """The session is idle: ready for /handoff (a draft), its tabs told."""
+    drafting.write_soon(session_id, functools.partial(_status_shown, render))
+
+
+async def _after_release(session_id: int, render: Render) -> None:
+    """A job's end released its claim on the condition that no prompt waited, in one statement
+    whose view of the queue PostgreSQL takes before its lock on the session: a prompt queued
+    in between, whose own claim still met the job's, waits with no one to send it. The queue
+    is read once more now that the release is committed, and what waits is sent."""
+    waiting = short(PendingPrompt.objects.filter(session_id=session_id).exists)
+    if await until_it_answers(waiting):  # as the release did, it waits out an outage
+        await start(ChatSession(pk=session_id), "prompt", render)
+    else:
+        _idle(session_id, render)
 
 
 async def _status_shown(render: Render, session_id: int) -> None:

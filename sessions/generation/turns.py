@@ -219,7 +219,9 @@ def next_turn(session: ChatSession, generation_id: str, *, auto_handoff: bool) -
 
     At a reply's end with nothing queued, the common case, the claim is released in one
     statement on that condition and the status line read after it: one round trip on
-    PostgreSQL, where looking at the queue first made nine.
+    PostgreSQL, where looking at the queue first made nine. (That statement reads the queue
+    before it locks the row: the job's end reads it again once this is committed,
+    `api._after_release`.)
     """
     with sent_together():
         released = RELEASED_IF_IDLE.sending_count(
