@@ -390,8 +390,14 @@ async def open_tab() -> AsyncIterator[Callable[..., Any]]:
     # Whatever the test left running ends here, cancelled and awaited: it never reaches the
     # next test (a job that cannot be stopped fails this one).
     await generation.stop_all()
-    for tab in tabs:
-        await tab.ws.disconnect()
+    failed: list[BaseException] = []
+    for tab in tabs:  # every tab, even past one whose consumer died (its error said after)
+        try:
+            await tab.ws.disconnect()
+        except BaseException as error:  # noqa: BLE001 - raised below, once all are closed
+            failed.append(error)
+    if failed:
+        raise failed[0]
 
 
 db_async = database_sync_to_async
