@@ -25,6 +25,7 @@ async def test_every_request_carries_them_as_its_system_prompt(owner, fake_anthr
     _, tab = await open_tab(owner, session)
     await tab.send(message="What colour is it?")
     await tab.until("Colour noted.</p>")
+    await generation.wait_idle()  # the reply has given its claim up: /handoff is taken
     await tab.send(message="/handoff")
     redirected_session(await tab.until("data-url="))
     await generation.wait_idle()
@@ -75,6 +76,7 @@ async def test_a_sessions_own_instructions_follow_the_owners_and_go_on_after_a_h
     assert "billing service only." in shown
     await tab.send(message="And the invoices?")
     await tab.until("Billing it is.</p>")
+    await generation.wait_idle()  # the reply has given its claim up: /handoff is taken
     await tab.send(message="/handoff")
     new_id = redirected_session(await tab.until("data-url="))
     await generation.wait_idle()
