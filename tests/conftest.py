@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -132,8 +133,6 @@ def rows_left_behind() -> str:
         emptied = emptied_on(
             direct, connection.introspection.django_table_names(include_views=False)
         )
-    import threading
-
     return "\n".join(
         [
             f"users {users}, sessions {sessions}; {emptied}",

@@ -21,7 +21,7 @@ from django.db import DataError, connection
 from foundation.database import short
 from sessions.models import ChatSession, Entry
 
-from .conftest import db_async, make_session
+from .conftest import db_async, direct_params, make_session
 from .fake_anthropic import Reply
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
@@ -142,8 +142,7 @@ def another_writer(session: ChatSession) -> Iterator[None]:
 @contextlib.contextmanager
 def its_row_held(session: ChatSession) -> Iterator[None]:
     """The session's row, locked by another connection (PostgreSQL)."""
-    params = connection.get_connection_params()
-    holder = psycopg.connect(**{key: params[key] for key in ("dbname", "user", "host", "port")})
+    holder = psycopg.connect(**direct_params(connection))
     table = ChatSession._meta.db_table
     holder.execute(f'SELECT id FROM "{table}" WHERE id = %s FOR UPDATE', [session.pk])
     try:

@@ -7,6 +7,8 @@ import psycopg
 import pytest
 from django.db import connection
 
+from .conftest import direct_params
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
@@ -30,10 +32,7 @@ def backend() -> int:
 
 def dropped_by_the_server(pid: int) -> None:
     """The server ends that connection, as a restart or an idle timeout would."""
-    params = connection.get_connection_params()
-    for name in ("cursor_factory", "context", "pool"):
-        params.pop(name, None)
-    with psycopg.connect(**params, autocommit=True) as other:
+    with psycopg.connect(**direct_params(connection), autocommit=True) as other:
         other.execute("SELECT pg_terminate_backend(%s)", [pid])
 
 

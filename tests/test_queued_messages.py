@@ -67,7 +67,7 @@ async def test_a_removed_message_is_never_sent(owner, fake_anthropic, open_tab):
 
 
 @contextlib.asynccontextmanager
-async def releases_held_back(seconds: float) -> AsyncIterator[psycopg.Connection[Any]]:
+async def releases_held_back(seconds: float) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
     """On PostgreSQL, a job's release of its claim is held for `seconds` once the row is locked
     (a trigger sleeps in it), as a moment's contention on the session's row holds it: the
     statement's snapshot is taken, its lock not yet. Yields a connection of the test's own."""
